@@ -1,0 +1,41 @@
+//===- Pipeline.cpp - the phases of gatec ---------------------------------===//
+#include "compiler/Pipeline.h"
+
+#include "dialects/onnx/OnnxDialect.h"
+#include "passes/onnx/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace gatec {
+
+const std::vector<Phase> &getPhases() {
+  static const std::vector<Phase> phases = {
+      {"onnx", "ONNX ops as imported; shapes inferred, shape chains folded",
+       [](mlir::OpPassManager &pm) {
+         pm.addNestedPass<mlir::func::FuncOp>(
+             onnx::createOnnxShapeInference());
+       }},
+  };
+  return phases;
+}
+
+int findPhase(llvm::StringRef name) {
+  const auto &phases = getPhases();
+  for (size_t i = 0; i < phases.size(); ++i)
+    if (phases[i].name == name)
+      return i;
+  return -1;
+}
+
+void registerGatecDialects(mlir::DialectRegistry &registry) {
+  registry.insert<onnx::OnnxDialect, mlir::func::FuncDialect>();
+}
+
+void registerGatecPasses() {
+  onnx::registerOnnxPasses();
+  mlir::registerTransformsPasses();
+}
+
+} // namespace gatec

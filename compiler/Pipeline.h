@@ -1,0 +1,41 @@
+//===- Pipeline.h - the phases of gatec -------------------------*- C++ -*-===//
+//
+// The spine of the compiler (DESIGN.md, "Phases"): an ordered list of named
+// phases. Phase 1 (`onnx`) is produced by the importer; every later phase is
+// a pass pipeline that turns the IR of the previous phase into its own.
+// `--compile-to=`, `--compile-from=` and `--dump-stages=` use these names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef GATEC_COMPILER_PIPELINE_H
+#define GATEC_COMPILER_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gatec {
+
+struct Phase {
+  std::string name;
+  std::string summary;
+  /// Adds the passes that produce this phase from the previous one (for the
+  /// first phase: the clean-up that runs right after import).
+  std::function<void(mlir::OpPassManager &)> addPasses;
+};
+
+/// All phases, in order.
+const std::vector<Phase> &getPhases();
+
+/// Index of the phase named `name`, or -1.
+int findPhase(llvm::StringRef name);
+
+/// Registers every dialect gatec's IR may contain.
+void registerGatecDialects(mlir::DialectRegistry &registry);
+
+/// Registers every pass of the project (for gatec-opt and pass pipelines).
+void registerGatecPasses();
+
+} // namespace gatec
+
+#endif

@@ -1,0 +1,618 @@
+//===- OnnxImporter.cpp - ONNX graphs to the onnx dialect -----------------===//
+#include "compiler/OnnxImporter.h"
+#include "compiler/Diagnostics.h"
+#include "compiler/importer/ImporterInternal.h"
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/Path.h"
+#include "llvm/ADT/StringSet.h"
+#include <map>
+
+using namespace mlir;
+
+namespace gatec {
+namespace {
+using importer::elementTypeOf;
+
+struct OpSpec {
+  const char *name;
+  int64_t sinceVersion, numInputs, numOutputs;
+};
+const OpSpec kOpSpecs[] = {
+#include "dialects/onnx/OnnxOpSpecs.inc"
+};
+
+const OpSpec *findSpec(StringRef op) {
+  for (const OpSpec &s : kOpSpecs)
+    if (op == s.name)
+      return &s;
+  return nullptr;
+}
+
+/// The first opset in which an op exists, for ops newer than kMinOpset.
+int64_t firstOpset(StringRef op) {
+  static const std::map<std::string, int64_t> first = {
+      {"Trilu", 14},          {"CastLike", 15},      {"LayerNormalization", 17},
+      {"Gelu", 20},           {"Attention", 23},     {"RMSNormalization", 23},
+      {"RotaryEmbedding", 23}, {"LinearAttention", 27}};
+  auto it = first.find(op.str());
+  return it == first.end() ? 1 : it->second;
+}
+
+/// Imports one ONNX graph (the main graph or a subgraph) into a block.
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext *ctx, StringRef file, int64_t opset,
+                importer::TensorImporter &tensors, GraphImporter *parent)
+      : ctx(ctx), b(ctx), file(file.str()), opset(opset), tensors(tensors),
+        parent(parent) {}
+
+  OwningOpRef<ModuleOp> importMain(::onnx::GraphProto &g);
+
+private:
+  Location fileLoc() { return FileLineColLoc::get(ctx, file, 0, 0); }
+  Location nodeLoc(const ::onnx::NodeProto &n, int idx) {
+    std::string name = n.name();
+    if (name.empty())
+      name = n.op_type() + "#" + std::to_string(idx);
+    return makeNodeLoc(ctx, file, name, n.op_type(), opset);
+  }
+
+  Value lookup(const std::string &name) {
+    auto it = values.find(name);
+    if (it != values.end())
+      return it->second;
+    return parent ? parent->lookup(name) : Value();
+  }
+  const ::onnx::ValueInfoProto *lookupInfo(const std::string &name) {
+    auto it = infos.find(name);
+    if (it != infos.end())
+      return it->second;
+    return parent ? parent->lookupInfo(name) : nullptr;
+  }
+  Value none() {
+    if (!noneValue) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(block);
+      noneValue = onnx::NoValueOp::create(b, fileLoc());
+    }
+    return noneValue;
+  }
+
+  FailureOr<Type> typeOf(const ::onnx::TypeProto &t, Location loc,
+                         StringRef what, SmallVectorImpl<Attribute> *dimParams);
+  LogicalResult importInitializers(::onnx::GraphProto &g);
+  LogicalResult importNodes(::onnx::GraphProto &g);
+  LogicalResult importNode(::onnx::NodeProto &n, int idx);
+  LogicalResult importConstant(::onnx::NodeProto &n, Location loc);
+  FailureOr<Attribute> convertAttr(::onnx::AttributeProto &a, StringRef opType,
+                                   Location loc);
+  LogicalResult importSubgraph(::onnx::GraphProto &g, Region &region,
+                               Location loc);
+  Value constI64(ArrayRef<int64_t> v, Location loc) {
+    auto t = RankedTensorType::get({(int64_t)v.size()}, b.getI64Type());
+    return onnx::ConstantOp::create(b, loc, DenseIntElementsAttr::get(t, v));
+  }
+  /// Creates an onnx op with inferred result types (absent optional results
+  /// get `none`), and verifies it.
+  FailureOr<Operation *> createOp(StringRef opType, ArrayRef<Value> operands,
+                                  ArrayRef<NamedAttribute> attrs,
+                                  ArrayRef<bool> present, Location loc,
+                                  Region *body = nullptr);
+
+  MLIRContext *ctx;
+  OpBuilder b;
+  std::string file;
+  int64_t opset;
+  importer::TensorImporter &tensors;
+  GraphImporter *parent;
+  Block *block = nullptr;
+  Value noneValue;
+  llvm::StringMap<Value> values;
+  llvm::StringMap<const ::onnx::ValueInfoProto *> infos;
+};
+
+FailureOr<Type> GraphImporter::typeOf(const ::onnx::TypeProto &t, Location loc,
+                                      StringRef what,
+                                      SmallVectorImpl<Attribute> *dimParams) {
+  if (!t.has_tensor_type())
+    return emitError(loc) << what << " is not a tensor (sequence, map and "
+                          << "optional types are not supported)",
+           failure();
+  const auto &tt = t.tensor_type();
+  Type e = elementTypeOf(ctx, tt.elem_type());
+  if (!e)
+    return emitError(loc) << what << " has unsupported element type "
+                          << importer::dataTypeName(tt.elem_type()),
+           failure();
+  if (!tt.has_shape())
+    return Type(UnrankedTensorType::get(e));
+  SmallVector<int64_t> shape;
+  bool anyParam = false;
+  for (const auto &d : tt.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      shape.push_back(d.dim_value());
+      if (dimParams) dimParams->push_back(b.getStringAttr(""));
+    } else {
+      shape.push_back(ShapedType::kDynamic);
+      if (dimParams) dimParams->push_back(b.getStringAttr(d.dim_param()));
+      anyParam |= d.has_dim_param();
+    }
+  }
+  if (dimParams && !anyParam)
+    dimParams->clear();
+  return Type(RankedTensorType::get(shape, e));
+}
+
+LogicalResult GraphImporter::importInitializers(::onnx::GraphProto &g) {
+  if (g.sparse_initializer_size() > 0)
+    return emitError(fileLoc())
+           << "sparse initializer '"
+           << g.sparse_initializer(0).values().name()
+           << "' is not supported (densify it, e.g. with onnx.numpy_helper)";
+  for (::onnx::TensorProto &t : *g.mutable_initializer()) {
+    std::string error;
+    Location loc = NameLoc::get(b.getStringAttr(t.name()), fileLoc());
+    ElementsAttr attr = tensors.import(t, error);
+    if (!attr)
+      return emitError(loc) << error;
+    values[t.name()] = onnx::ConstantOp::create(b, loc, attr);
+  }
+  return success();
+}
+
+FailureOr<Attribute> GraphImporter::convertAttr(::onnx::AttributeProto &a,
+                                                StringRef opType,
+                                                Location loc) {
+  auto type = a.type();
+  if (type == ::onnx::AttributeProto::UNDEFINED) {
+    // Old models leave the type unset: deduce it from the field present.
+    if (a.has_i()) type = ::onnx::AttributeProto::INT;
+    else if (a.has_f()) type = ::onnx::AttributeProto::FLOAT;
+    else if (a.has_s()) type = ::onnx::AttributeProto::STRING;
+    else if (a.has_t()) type = ::onnx::AttributeProto::TENSOR;
+    else if (a.ints_size()) type = ::onnx::AttributeProto::INTS;
+    else if (a.floats_size()) type = ::onnx::AttributeProto::FLOATS;
+    else if (a.strings_size()) type = ::onnx::AttributeProto::STRINGS;
+  }
+  switch (type) {
+  case ::onnx::AttributeProto::INT:
+    if ((opType == "Cast") && a.name() == "to") {
+      Type e = elementTypeOf(ctx, a.i());
+      if (!e)
+        return emitError(loc) << "Cast to unsupported type "
+                              << importer::dataTypeName(a.i()),
+               failure();
+      return Attribute(TypeAttr::get(e));
+    }
+    return Attribute(b.getI64IntegerAttr(a.i()));
+  case ::onnx::AttributeProto::FLOAT:
+    return Attribute(b.getF32FloatAttr(a.f()));
+  case ::onnx::AttributeProto::STRING:
+    return Attribute(b.getStringAttr(a.s()));
+  case ::onnx::AttributeProto::INTS:
+    return Attribute(b.getDenseI64ArrayAttr(
+        SmallVector<int64_t>(a.ints().begin(), a.ints().end())));
+  case ::onnx::AttributeProto::FLOATS:
+    return Attribute(b.getDenseF32ArrayAttr(
+        SmallVector<float>(a.floats().begin(), a.floats().end())));
+  case ::onnx::AttributeProto::STRINGS: {
+    SmallVector<Attribute> s;
+    for (const std::string &x : a.strings())
+      s.push_back(b.getStringAttr(x));
+    return Attribute(b.getArrayAttr(s));
+  }
+  case ::onnx::AttributeProto::TENSOR: {
+    std::string error;
+    ElementsAttr t = tensors.import(*a.mutable_t(), error);
+    if (!t)
+      return emitError(loc) << "attribute '" << a.name() << "': " << error,
+             failure();
+    return Attribute(t);
+  }
+  default:
+    return emitError(loc) << "attribute '" << a.name() << "' has type "
+                          << ::onnx::AttributeProto::AttributeType_Name(type)
+                          << ", which gatec does not support",
+           failure();
+  }
+}
+
+FailureOr<Operation *> GraphImporter::createOp(StringRef opType,
+                                               ArrayRef<Value> operands,
+                                               ArrayRef<NamedAttribute> attrs,
+                                               ArrayRef<bool> present,
+                                               Location loc, Region *body) {
+  std::string name = ("onnx." + opType).str();
+  OperationState state(loc, name);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  for (bool p : present)
+    state.addTypes(p ? Type(UnrankedTensorType::get(b.getF32Type()))
+                     : Type(b.getNoneType()));
+  if (opType == "Scan") {
+    if (!body || body->empty())
+      return emitError(loc) << "Scan needs a 'body' graph", failure();
+    state.addRegion()->takeBody(*body);
+  }
+  Operation *op = b.create(state);
+  auto iface = dyn_cast<onnx::ShapeInferenceOpInterface>(op);
+  if (!iface)
+    return emitError(loc) << "no shape inference for " << opType, failure();
+  SmallVector<Type> inferred;
+  if (failed(iface.inferResultTypes(inferred)))
+    return failure(); // reported at the node
+  if (inferred.size() != op->getNumResults())
+    return emitError(loc) << "cannot infer the result types", failure();
+  for (auto [res, t] : llvm::zip(op->getResults(), inferred))
+    res.setType(t);
+  return op;
+}
+
+LogicalResult GraphImporter::importConstant(::onnx::NodeProto &n, Location loc) {
+  if (n.attribute_size() != 1 || n.output_size() != 1)
+    return emitError(loc) << "Constant must have exactly one value attribute "
+                             "and one output";
+  ::onnx::AttributeProto &a = *n.mutable_attribute(0);
+  Attribute value;
+  if (a.name() == "value") {
+    std::string error;
+    ElementsAttr t = tensors.import(*a.mutable_t(), error);
+    if (!t)
+      return emitError(loc) << error;
+    value = t;
+  } else if (a.name() == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   a.f());
+  } else if (a.name() == "value_floats") {
+    SmallVector<float> v(a.floats().begin(), a.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, b.getF32Type()),
+        ArrayRef<float>(v));
+  } else if (a.name() == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   (int64_t)a.i());
+  } else if (a.name() == "value_ints") {
+    SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, b.getI64Type()),
+        ArrayRef<int64_t>(v));
+  } else {
+    return emitError(loc) << "Constant with attribute '" << a.name()
+                          << "' is not supported";
+  }
+  values[n.output(0)] = onnx::ConstantOp::create(b, loc, cast<ElementsAttr>(value));
+  return success();
+}
+
+LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &region,
+                                            Location loc) {
+  GraphImporter sub(ctx, file, opset, tensors, this);
+  sub.block = new Block();
+  region.push_back(sub.block);
+  for (const auto &vi : g.value_info())
+    sub.infos[vi.name()] = &vi;
+  for (const auto &vi : g.output())
+    sub.infos[vi.name()] = &vi;
+  for (const auto &in : g.input()) {
+    auto t = sub.typeOf(in.type(), loc, "subgraph input '" + in.name() + "'",
+                        nullptr);
+    if (failed(t))
+      return failure();
+    sub.values[in.name()] = sub.block->addArgument(*t, loc);
+  }
+  sub.b.setInsertionPointToEnd(sub.block);
+  if (failed(sub.importInitializers(g)) || failed(sub.importNodes(g)))
+    return failure();
+  SmallVector<Value> outs;
+  for (const auto &o : g.output()) {
+    Value v = sub.lookup(o.name());
+    if (!v)
+      return emitError(loc) << "subgraph output '" << o.name()
+                            << "' is not defined";
+    outs.push_back(v);
+  }
+  onnx::YieldOp::create(sub.b, loc, outs);
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
+  Location loc = nodeLoc(n, idx);
+  const std::string &domain = n.domain();
+  if (!domain.empty() && domain != "ai.onnx")
+    return emitError(loc) << "operator '" << n.op_type() << "' of domain '"
+                          << domain << "' is not supported";
+  StringRef opType = n.op_type();
+  if (opType == "Constant")
+    return importConstant(n, loc);
+  if (opset < firstOpset(opType))
+    return emitError(loc) << opType << " does not exist in opset " << opset
+                          << " (it was introduced in opset "
+                          << firstOpset(opType) << ")";
+  const OpSpec *spec = findSpec(opType);
+  if (!spec || !RegisteredOperationName::lookup(("onnx." + opType).str(), ctx))
+    return emitError(loc) << "unsupported operator '" << opType << "'";
+
+  // Inputs; an empty name is an absent optional input.
+  SmallVector<Value> operands;
+  for (const std::string &in : n.input()) {
+    if (in.empty()) {
+      operands.push_back(none());
+      continue;
+    }
+    Value v = lookup(in);
+    if (!v)
+      return emitError(loc) << "input '" << in
+                            << "' is not defined by any earlier node, graph "
+                               "input or initializer";
+    operands.push_back(v);
+  }
+
+  // Attributes, with opset-dependent ones moved to inputs below.
+  RegisteredOperationName opName =
+      *RegisteredOperationName::lookup(("onnx." + opType).str(), ctx);
+  SmallVector<NamedAttribute> attrs;
+  std::optional<SmallVector<int64_t>> movedAxes, movedSplit;
+  std::optional<int64_t> oldSoftmaxAxis;
+  Region body;
+  for (::onnx::AttributeProto &a : *n.mutable_attribute()) {
+    StringRef an = a.name();
+    bool reduceAttrAxes =
+        an == "axes" &&
+        ((opType.starts_with("Reduce") && opType != "ReduceSum" && opset < 18) ||
+         (opType == "ReduceSum" && opset < 13) ||
+         ((opType == "Squeeze" || opType == "Unsqueeze") && opset < 13));
+    if (reduceAttrAxes) {
+      movedAxes = SmallVector<int64_t>(a.ints().begin(), a.ints().end());
+      continue;
+    }
+    if (opType == "Split" && an == "split" && opset < 13) {
+      movedSplit = SmallVector<int64_t>(a.ints().begin(), a.ints().end());
+      continue;
+    }
+    if ((opType == "Softmax" || opType == "LogSoftmax") && an == "axis" &&
+        opset < 13) {
+      oldSoftmaxAxis = a.i();
+      continue;
+    }
+    if (opType == "Dropout" && an == "ratio" && opset < 12)
+      continue; // inference: Dropout is the identity whatever the ratio
+    if (a.type() == ::onnx::AttributeProto::GRAPH || a.has_g()) {
+      if (opName.getStringRef() != "onnx.Scan" || an != "body")
+        return emitError(loc) << "graph attribute '" << an
+                              << "' is not supported";
+      if (failed(importSubgraph(*a.mutable_g(), body, loc)))
+        return failure();
+      continue;
+    }
+    if (!llvm::is_contained(opName.getAttributeNames(), an))
+      return emitError(loc) << "attribute '" << an
+                            << "' is not supported by gatec's " << opType;
+    auto attr = convertAttr(a, opType, loc);
+    if (failed(attr))
+      return failure();
+    attrs.push_back(b.getNamedAttr(an, *attr));
+  }
+  if ((movedAxes || movedSplit) && operands.empty())
+    return emitError(loc) << opType << " needs an input";
+  if (movedAxes) {
+    operands.resize(1);
+    operands.push_back(constI64(*movedAxes, loc));
+  }
+  if (movedSplit) {
+    operands.resize(1);
+    operands.push_back(constI64(*movedSplit, loc));
+  }
+
+  if (spec->numInputs >= 0) {
+    if ((int64_t)operands.size() > spec->numInputs)
+      return emitError(loc) << opType << " takes at most " << spec->numInputs
+                            << " inputs, the node has " << operands.size();
+    while ((int64_t)operands.size() < spec->numInputs)
+      operands.push_back(none());
+  }
+  int64_t numResults =
+      spec->numOutputs >= 0 ? spec->numOutputs : n.output_size();
+  if (n.output_size() > numResults)
+    return emitError(loc) << opType << " has at most " << numResults
+                          << " outputs, the node has " << n.output_size();
+  SmallVector<bool> present;
+  for (int64_t i = 0; i < numResults; ++i)
+    present.push_back(i < n.output_size() && !n.output(i).empty());
+  if (numResults > 0)
+    present[0] = true;
+
+  Operation *op;
+  if (oldSoftmaxAxis || ((opType == "Softmax" || opType == "LogSoftmax") &&
+                         opset < 13)) {
+    // Softmax-1..12: the input is coerced to 2-D at `axis` (default 1),
+    // normalised over the second dimension, and reshaped back.
+    int64_t axis = oldSoftmaxAxis.value_or(1);
+    auto flat = createOp("Flatten", {operands[0]},
+                         {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))},
+                         {true}, loc);
+    if (failed(flat))
+      return failure();
+    auto sm = createOp(opType, {(*flat)->getResult(0)},
+                       {b.getNamedAttr("axis", b.getI64IntegerAttr(1))},
+                       {true}, loc);
+    auto shape = createOp("Shape", {operands[0]}, {}, {true}, loc);
+    if (failed(sm) || failed(shape))
+      return failure();
+    auto re = createOp("Reshape",
+                       {(*sm)->getResult(0), (*shape)->getResult(0)}, {},
+                       {true}, loc);
+    if (failed(re))
+      return failure();
+    op = *re;
+  } else {
+    auto created = createOp(opType, operands, attrs, present, loc, &body);
+    if (failed(created))
+      return failure();
+    op = *created;
+  }
+
+  // Declared types (value_info, graph outputs) refine the inferred ones.
+  for (int i = 0; i < n.output_size(); ++i) {
+    const std::string &out = n.output(i);
+    if (out.empty())
+      continue;
+    if (values.count(out))
+      return emitError(loc) << "value '" << out << "' is produced twice";
+    Value res = op->getResult(i);
+    if (const ::onnx::ValueInfoProto *vi = lookupInfo(out);
+        vi && vi->has_type()) {
+      auto declared = typeOf(vi->type(), loc, "value '" + out + "'", nullptr);
+      if (succeeded(declared)) {
+        auto inferred = cast<TensorType>(res.getType());
+        auto d = cast<TensorType>(*declared);
+        if (d.getElementType() != inferred.getElementType())
+          return emitError(loc)
+                 << "value '" << out << "' is declared " << d
+                 << " but the node computes " << inferred;
+        if (d.hasRank() && (!inferred.hasRank() ||
+                            succeeded(verifyCompatibleShape(d, inferred)))) {
+          if (!inferred.hasRank() || d.getNumDynamicDims() <
+                                         inferred.getNumDynamicDims())
+            res.setType(d);
+        } else if (d.hasRank()) {
+          return emitError(loc)
+                 << "value '" << out << "' is declared " << d
+                 << " but the node computes " << inferred;
+        }
+      }
+    }
+    values[out] = res;
+  }
+  if (failed(verify(op)))
+    return failure();
+  return success();
+}
+
+LogicalResult GraphImporter::importNodes(::onnx::GraphProto &g) {
+  for (int i = 0; i < g.node_size(); ++i)
+    if (failed(importNode(*g.mutable_node(i), i)))
+      return failure();
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::importMain(::onnx::GraphProto &g) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  b.setInsertionPointToEnd(module->getBody());
+
+  for (const auto &vi : g.value_info())
+    infos[vi.name()] = &vi;
+  for (const auto &vi : g.output())
+    infos[vi.name()] = &vi;
+  llvm::StringSet<> initNames;
+  for (const auto &t : g.initializer())
+    initNames.insert(t.name());
+
+  // Graph inputs (those with an initializer are constants with a default:
+  // IR version < 4 style; they are imported as constants).
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  for (const auto &in : g.input()) {
+    if (initNames.contains(in.name()))
+      continue;
+    SmallVector<Attribute> dimParams;
+    auto t = typeOf(in.type(), fileLoc(), "graph input '" + in.name() + "'",
+                    &dimParams);
+    if (failed(t))
+      return nullptr;
+    argTypes.push_back(*t);
+    argNames.push_back(in.name());
+    SmallVector<NamedAttribute> a{
+        b.getNamedAttr("onnx.name", b.getStringAttr(in.name()))};
+    if (!dimParams.empty())
+      a.push_back(b.getNamedAttr("onnx.dim_params", b.getArrayAttr(dimParams)));
+    argAttrs.push_back(b.getDictionaryAttr(a));
+  }
+  auto func = func::FuncOp::create(b, fileLoc(), "main_graph",
+                                     b.getFunctionType(argTypes, {}));
+  block = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    values[name] = block->getArgument(i);
+    func.setArgAttrs(i, argAttrs[i]);
+  }
+  b.setInsertionPointToStart(block);
+  if (failed(importInitializers(g)) || failed(importNodes(g)))
+    return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resAttrs;
+  for (const auto &o : g.output()) {
+    Value v = lookup(o.name());
+    if (!v)
+      return emitError(fileLoc()) << "graph output '" << o.name()
+                                  << "' is not produced by any node",
+             nullptr;
+    SmallVector<Attribute> dimParams;
+    if (o.has_type()) {
+      auto t = typeOf(o.type(), fileLoc(), "graph output '" + o.name() + "'",
+                      &dimParams);
+      if (failed(t))
+        return nullptr;
+    }
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+    SmallVector<NamedAttribute> a{
+        b.getNamedAttr("onnx.name", b.getStringAttr(o.name()))};
+    if (!dimParams.empty())
+      a.push_back(b.getNamedAttr("onnx.dim_params", b.getArrayAttr(dimParams)));
+    resAttrs.push_back(b.getDictionaryAttr(a));
+  }
+  b.setInsertionPointToEnd(block);
+  func::ReturnOp::create(b, fileLoc(), results);
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, a] : llvm::enumerate(resAttrs))
+    func.setResultAttrs(i, a);
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext *ctx, StringRef path,
+                                      const ImportOptions &opts) {
+  ctx->getOrLoadDialect<onnx::OnnxDialect>();
+  ctx->getOrLoadDialect<func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(ctx, path, 0, 0);
+  ::onnx::ModelProto model;
+  std::string error;
+  if (!importer::loadModel(path, model, error))
+    return emitError(fileLoc) << error, nullptr;
+
+  int64_t opset = -1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < 0)
+    return emitError(fileLoc) << "the model imports no opset of the default "
+                                 "ONNX domain",
+           nullptr;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return emitError(fileLoc) << "opset " << opset
+                              << " of the default ONNX domain is not "
+                                 "supported (gatec supports "
+                              << kMinOpset << " to " << kMaxOpset << ")",
+           nullptr;
+  if (!importer::expandLocalFunctions(model, error))
+    return emitError(fileLoc) << error, nullptr;
+
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  importer::TensorImporter tensors(ctx, dir.str().str(),
+                                   opts.inlineElementLimit);
+  GraphImporter g(ctx, path, opset, tensors, nullptr);
+  return g.importMain(*model.mutable_graph());
+}
+
+} // namespace gatec

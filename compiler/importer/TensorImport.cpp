@@ -1,0 +1,231 @@
+//===- TensorImport.cpp - ONNX TensorProto to MLIR attributes -------------===//
+//
+// Handles every initializer encoding of the ONNX IR spec (onnx.proto,
+// TensorProto): raw_data, the typed repeated fields (float_data, int32_data,
+// int64_data, double_data, uint64_data) and external data (data_location =
+// EXTERNAL with location/offset/length relative to the model's directory).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/importer/ImporterInternal.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallString.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <cstring>
+
+using namespace mlir;
+using ::onnx::TensorProto;
+
+namespace gatec::importer {
+
+Type elementTypeOf(MLIRContext *ctx, int32_t dt) {
+  Builder b(ctx);
+  switch (dt) {
+  case TensorProto::FLOAT: return b.getF32Type();
+  case TensorProto::DOUBLE: return b.getF64Type();
+  case TensorProto::FLOAT16: return b.getF16Type();
+  case TensorProto::BFLOAT16: return b.getBF16Type();
+  case TensorProto::INT8: return b.getIntegerType(8);
+  case TensorProto::INT16: return b.getIntegerType(16);
+  case TensorProto::INT32: return b.getIntegerType(32);
+  case TensorProto::INT64: return b.getIntegerType(64);
+  case TensorProto::UINT8: return b.getIntegerType(8, false);
+  case TensorProto::UINT16: return b.getIntegerType(16, false);
+  case TensorProto::UINT32: return b.getIntegerType(32, false);
+  case TensorProto::UINT64: return b.getIntegerType(64, false);
+  case TensorProto::BOOL: return b.getI1Type();
+  default: return {};
+  }
+}
+
+std::string dataTypeName(int32_t dt) {
+  if (TensorProto::DataType_IsValid(dt))
+    return TensorProto::DataType_Name((TensorProto::DataType)dt);
+  return "data type " + std::to_string(dt);
+}
+
+TensorImporter::~TensorImporter() = default;
+
+const llvm::MemoryBuffer *TensorImporter::mapExternal(StringRef location,
+                                                      std::string &error) {
+  auto it = external.find(location);
+  if (it != external.end())
+    return it->second.get();
+  if (llvm::sys::path::is_absolute(location) || location.contains("..")) {
+    error = "external data location '" + location.str() +
+            "' must be a relative path inside the model's directory";
+    return nullptr;
+  }
+  SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    error = "cannot read external data file '" + path.str().str() +
+            "': " + buf.getError().message();
+    return nullptr;
+  }
+  auto shared = std::shared_ptr<llvm::MemoryBuffer>(std::move(*buf));
+  external[location] = shared;
+  return shared.get();
+}
+
+namespace {
+size_t byteWidth(Type e) {
+  return e.isInteger(1) ? 1 : (e.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// Bytes of the typed repeated fields, in the tensor's element layout.
+bool typedFieldBytes(const TensorProto &t, Type e, int64_t n,
+                     std::vector<char> &out, std::string &error) {
+  size_t w = byteWidth(e);
+  out.resize(n * w);
+  auto mismatch = [&](int64_t have) {
+    error = "tensor '" + t.name() + "' has " + std::to_string(have) +
+            " values for " + std::to_string(n) + " elements";
+    return false;
+  };
+  switch (t.data_type()) {
+  case TensorProto::FLOAT:
+    if (t.float_data_size() != n) return mismatch(t.float_data_size());
+    memcpy(out.data(), t.float_data().data(), n * 4);
+    return true;
+  case TensorProto::DOUBLE:
+    if (t.double_data_size() != n) return mismatch(t.double_data_size());
+    memcpy(out.data(), t.double_data().data(), n * 8);
+    return true;
+  case TensorProto::INT64:
+    if (t.int64_data_size() != n) return mismatch(t.int64_data_size());
+    memcpy(out.data(), t.int64_data().data(), n * 8);
+    return true;
+  case TensorProto::UINT32:
+  case TensorProto::UINT64:
+    if (t.uint64_data_size() != n) return mismatch(t.uint64_data_size());
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v = t.uint64_data(i);
+      memcpy(out.data() + i * w, &v, w);
+    }
+    return true;
+  default:
+    // int32_data holds INT32, INT16, INT8, UINT16, UINT8, BOOL, and the bit
+    // patterns of FLOAT16 / BFLOAT16.
+    if (t.int32_data_size() != n) return mismatch(t.int32_data_size());
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = t.int32_data(i);
+      memcpy(out.data() + i * w, &v, w);
+    }
+    return true;
+  }
+}
+} // namespace
+
+ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
+  Type e = elementTypeOf(ctx, t.data_type());
+  if (!e) {
+    error = "tensor '" + t.name() + "' has unsupported data type " +
+            dataTypeName(t.data_type());
+    return {};
+  }
+  SmallVector<int64_t> shape;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) {
+      error = "tensor '" + t.name() + "' has a negative dimension";
+      return {};
+    }
+    if (d > 0 && n > (int64_t(1) << 40) / d) {
+      error = "tensor '" + t.name() + "' is too large";
+      return {};
+    }
+    shape.push_back(d);
+    n *= d;
+  }
+  auto type = RankedTensorType::get(shape, e);
+  size_t w = byteWidth(e);
+  size_t bytes = n * w;
+
+  // Locate the bytes: external file, raw_data, or typed fields.
+  ArrayRef<char> data;
+  std::shared_ptr<void> owner;
+  std::vector<char> typed;
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset" || kv.key() == "length") {
+        char *end = nullptr;
+        long long v = strtoll(kv.value().c_str(), &end, 10);
+        if (!end || *end || v < 0) {
+          error = "tensor '" + t.name() + "' has an invalid external " +
+                  kv.key() + " '" + kv.value() + "'";
+          return {};
+        }
+        (kv.key() == "offset" ? offset : length) = v;
+      }
+    }
+    if (location.empty()) {
+      error = "tensor '" + t.name() + "' has external data without a location";
+      return {};
+    }
+    const llvm::MemoryBuffer *buf = mapExternal(location, error);
+    if (!buf)
+      return {};
+    if (length < 0)
+      length = bytes;
+    if ((size_t)length != bytes || (size_t)(offset + length) > buf->getBufferSize()) {
+      error = "tensor '" + t.name() + "' needs " + std::to_string(bytes) +
+              " bytes at offset " + std::to_string(offset) + " of '" +
+              location + "' (length " + std::to_string(length) + ", file size " +
+              std::to_string(buf->getBufferSize()) + ")";
+      return {};
+    }
+    data = ArrayRef<char>(buf->getBufferStart() + offset, bytes);
+    owner = external[location];
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) {
+      error = "tensor '" + t.name() + "' has " +
+              std::to_string(t.raw_data().size()) + " bytes of raw_data, " +
+              "expected " + std::to_string(bytes);
+      return {};
+    }
+    auto s = std::make_shared<std::string>();
+    s->swap(*t.mutable_raw_data());
+    data = ArrayRef<char>(s->data(), s->size());
+    owner = s;
+  } else {
+    if (!typedFieldBytes(t, e, n, typed, error))
+      return {};
+    data = ArrayRef<char>(typed.data(), typed.size());
+  }
+
+  if (n <= inlineLimit) {
+    if (e.isInteger(1)) {
+      SmallVector<bool> bits;
+      for (int64_t i = 0; i < n; ++i)
+        bits.push_back(data[i] != 0);
+      return DenseElementsAttr::get(type, bits);
+    }
+    return DenseElementsAttr::getFromRawBuffer(type, data);
+  }
+
+  // A resource blob that references the bytes where they are (moved
+  // raw_data, mapped file) when aligned, a copy otherwise.
+  size_t align = std::max<size_t>(w, 1);
+  AsmResourceBlob blob;
+  if (owner && reinterpret_cast<uintptr_t>(data.data()) % align == 0) {
+    blob = UnmanagedAsmResourceBlob::allocateWithAlign(
+        data, align, [owner](void *, size_t, size_t) mutable { owner.reset(); });
+  } else {
+    blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, align);
+  }
+  std::string blobName = t.name().empty() ? "tensor" : t.name();
+  return DenseResourceElementsAttr::get(type, blobName, std::move(blob));
+}
+
+} // namespace gatec::importer

@@ -1,0 +1,1048 @@
+//===- ShapeInference.cpp - result types of onnx ops ----------------------===//
+//
+// One inferResultTypes per op (ShapeInferenceOpInterface), following the
+// shape rules of each op's ONNX specification. Unknown sizes are dynamic.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include <cctype>
+#include <map>
+
+using namespace mlir;
+using namespace gatec::onnx;
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+using Shape = SmallVector<int64_t>;
+using Types = SmallVectorImpl<Type>;
+
+Type elemOf(Value v) { return getElementTypeOrSelf(v.getType()); }
+
+std::optional<Shape> shapeOf(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return Shape(t.getShape());
+  return std::nullopt;
+}
+
+Type tensorOf(std::optional<Shape> shape, Type elem) {
+  if (shape)
+    return RankedTensorType::get(*shape, elem);
+  return UnrankedTensorType::get(elem);
+}
+
+bool isNone(Value v) { return !v || isa<NoneType>(v.getType()); }
+
+/// Normalises an ONNX axis in [-rank, rank) (or [-rank-1, rank] when
+/// `inclusive`), emitting an error otherwise.
+FailureOr<int64_t> normAxis(Operation *op, int64_t axis, int64_t rank,
+                            StringRef what = "axis", bool inclusive = false) {
+  int64_t hi = inclusive ? rank + 1 : rank;
+  if (axis < -hi || axis >= hi)
+    return op->emitOpError() << what << " " << axis
+                             << " is out of range for rank " << rank;
+  return axis < 0 ? axis + hi : axis;
+}
+
+/// Numpy-style multidirectional broadcasting (ONNX Broadcasting.md).
+FailureOr<std::optional<Shape>> broadcast(Operation *op, ValueRange values) {
+  Shape out;
+  for (Value v : values) {
+    if (isNone(v))
+      continue;
+    auto s = shapeOf(v);
+    if (!s)
+      return std::optional<Shape>();
+    if (s->size() > out.size())
+      out.insert(out.begin(), s->size() - out.size(), 1);
+    size_t off = out.size() - s->size();
+    for (size_t i = 0; i < s->size(); ++i) {
+      int64_t &a = out[off + i];
+      int64_t b = (*s)[i];
+      if (a == 1)
+        a = b;
+      else if (b == 1 || a == b)
+        continue;
+      else if (a == kDyn)
+        a = b;
+      else if (b == kDyn)
+        continue;
+      else
+        return op->emitOpError() << "operands are not broadcastable: dimension "
+                                 << a << " vs " << b;
+    }
+  }
+  return std::optional<Shape>(out);
+}
+
+LogicalResult sameAsFirst(Operation *op, Types &r) {
+  r.assign(op->getNumResults(), op->getOperand(0).getType());
+  return success();
+}
+
+LogicalResult checkSameElementType(Operation *op, ValueRange vs) {
+  Type e;
+  for (Value v : vs) {
+    if (isNone(v))
+      continue;
+    if (e && elemOf(v) != e)
+      return op->emitOpError() << "operands must have the same element type, got "
+                               << e << " and " << elemOf(v);
+    e = elemOf(v);
+  }
+  return success();
+}
+
+LogicalResult broadcastTo(Operation *op, ValueRange vs, Type elem, Types &r,
+                          bool sameElem = true) {
+  if (sameElem && failed(checkSameElementType(op, vs)))
+    return failure();
+  auto s = broadcast(op, vs);
+  if (failed(s))
+    return failure();
+  r.push_back(tensorOf(*s, elem));
+  return success();
+}
+
+/// A result shape from partially known shape elements (Reshape/Expand/...).
+Shape fromPartial(ArrayRef<std::optional<int64_t>> p) {
+  Shape s;
+  for (auto d : p)
+    s.push_back(d ? *d : kDyn);
+  return s;
+}
+
+LogicalResult reduceShape(Operation *op, Value data, Value axesV,
+                          bool keepdims, bool noopWithEmptyAxes, Types &r) {
+  auto s = shapeOf(data);
+  Type e = elemOf(data);
+  std::optional<SmallVector<int64_t>> axes;
+  if (isNone(axesV))
+    axes = SmallVector<int64_t>();
+  else
+    axes = getConstantInts(axesV);
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  int64_t rank = s->size();
+  if (!axes) {
+    if (keepdims) {
+      r.push_back(RankedTensorType::get(Shape(rank, kDyn), e));
+    } else {
+      r.push_back(UnrankedTensorType::get(e));
+    }
+    return success();
+  }
+  if (axes->empty()) {
+    if (noopWithEmptyAxes) {
+      r.push_back(data.getType());
+      return success();
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      axes->push_back(i);
+  }
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t a : *axes) {
+    auto n = normAxis(op, a, rank, "reduction axis");
+    if (failed(n))
+      return failure();
+    reduced[*n] = true;
+  }
+  Shape out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[i])
+      out.push_back((*s)[i]);
+    else if (keepdims)
+      out.push_back(1);
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+/// 1 + floor((end-start-1)/step) elements of a Slice along one dimension.
+int64_t sliceLen(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  auto clampIdx = [&](int64_t i, bool isEnd) {
+    if (i < 0)
+      i += dim;
+    if (step > 0)
+      return std::clamp<int64_t>(i, 0, dim);
+    return std::clamp<int64_t>(i, -1, dim - 1);
+  };
+  start = clampIdx(start, false);
+  end = clampIdx(end, true);
+  if (step > 0)
+    return end > start ? (end - start + step - 1) / step : 0;
+  return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+}
+
+int64_t mulDims(int64_t a, int64_t b) {
+  return a == kDyn || b == kDyn ? kDyn : a * b;
+}
+int64_t divDims(int64_t a, int64_t b) {
+  return a == kDyn || b == kDyn || b == 0 ? kDyn : a / b;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+#define SAME_AS_FIRST(OP)                                                      \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    return sameAsFirst(getOperation(), r);                                     \
+  }
+SAME_AS_FIRST(AbsOp)
+SAME_AS_FIRST(CeilOp)
+SAME_AS_FIRST(ClipOp)
+SAME_AS_FIRST(CosOp)
+SAME_AS_FIRST(ErfOp)
+SAME_AS_FIRST(ExpOp)
+SAME_AS_FIRST(FloorOp)
+SAME_AS_FIRST(GeluOp)
+SAME_AS_FIRST(HardSigmoidOp)
+SAME_AS_FIRST(IdentityOp)
+SAME_AS_FIRST(LeakyReluOp)
+SAME_AS_FIRST(LogOp)
+SAME_AS_FIRST(NegOp)
+SAME_AS_FIRST(NotOp)
+SAME_AS_FIRST(ReciprocalOp)
+SAME_AS_FIRST(ReluOp)
+SAME_AS_FIRST(SigmoidOp)
+SAME_AS_FIRST(SignOp)
+SAME_AS_FIRST(SinOp)
+SAME_AS_FIRST(SoftplusOp)
+SAME_AS_FIRST(SqrtOp)
+SAME_AS_FIRST(TanhOp)
+SAME_AS_FIRST(RotaryEmbeddingOp)
+SAME_AS_FIRST(RMSNormalizationOp)
+#undef SAME_AS_FIRST
+
+#define SAME_SHAPE_BOOL(OP)                                                    \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    r.push_back(tensorOf(shapeOf(getOperand()), IntegerType::get(getContext(), 1))); \
+    return success();                                                          \
+  }
+SAME_SHAPE_BOOL(IsInfOp)
+SAME_SHAPE_BOOL(IsNaNOp)
+#undef SAME_SHAPE_BOOL
+
+#define SOFTMAX_LIKE(OP)                                                       \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    if (auto s = shapeOf(getInput()))                                          \
+      if (failed(normAxis(getOperation(), (int64_t)getAxis(), s->size())))     \
+        return failure();                                                      \
+    return sameAsFirst(getOperation(), r);                                     \
+  }
+SOFTMAX_LIKE(SoftmaxOp)
+SOFTMAX_LIKE(LogSoftmaxOp)
+#undef SOFTMAX_LIKE
+
+#define BROADCAST_SAME(OP)                                                     \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    return broadcastTo(getOperation(), getOperation()->getOperands(),          \
+                       elemOf(getOperand(0)), r);                              \
+  }
+BROADCAST_SAME(AddOp)
+BROADCAST_SAME(SubOp)
+BROADCAST_SAME(MulOp)
+BROADCAST_SAME(DivOp)
+BROADCAST_SAME(MaxOp)
+BROADCAST_SAME(MinOp)
+BROADCAST_SAME(SumOp)
+#undef BROADCAST_SAME
+
+#define BROADCAST_BOOL(OP)                                                     \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    return broadcastTo(getOperation(), getOperation()->getOperands(),          \
+                       IntegerType::get(getContext(), 1), r);                  \
+  }
+BROADCAST_BOOL(EqualOp)
+BROADCAST_BOOL(LessOp)
+BROADCAST_BOOL(LessOrEqualOp)
+BROADCAST_BOOL(GreaterOp)
+BROADCAST_BOOL(GreaterOrEqualOp)
+BROADCAST_BOOL(AndOp)
+BROADCAST_BOOL(OrOp)
+#undef BROADCAST_BOOL
+
+LogicalResult PowOp::inferResultTypes(Types &r) {
+  return broadcastTo(*this, getOperation()->getOperands(), elemOf(getX()), r,
+                     /*sameElem=*/false);
+}
+
+LogicalResult WhereOp::inferResultTypes(Types &r) {
+  if (failed(checkSameElementType(*this, {getX(), getY()})))
+    return failure();
+  return broadcastTo(*this, getOperation()->getOperands(), elemOf(getX()), r,
+                     /*sameElem=*/false);
+}
+
+LogicalResult DropoutOp::inferResultTypes(Types &r) {
+  r.push_back(getData().getType());
+  if (getNumResults() > 1)
+    r.push_back(isa<NoneType>(getMask().getType())
+                    ? getMask().getType()
+                    : tensorOf(shapeOf(getData()),
+                               IntegerType::get(getContext(), 1)));
+  return success();
+}
+
+LogicalResult CastOp::inferResultTypes(Types &r) {
+  r.push_back(tensorOf(shapeOf(getInput()), getTo()));
+  return success();
+}
+
+LogicalResult CastLikeOp::inferResultTypes(Types &r) {
+  r.push_back(tensorOf(shapeOf(getInput()), elemOf(getTargetType())));
+  return success();
+}
+
+LogicalResult TriluOp::inferResultTypes(Types &r) {
+  if (auto s = shapeOf(getInput()); s && s->size() < 2)
+    return emitOpError() << "input must have rank >= 2, got " << s->size();
+  return sameAsFirst(*this, r);
+}
+
+LogicalResult CumSumOp::inferResultTypes(Types &r) {
+  auto axis = getConstantInts(getAxis());
+  if (auto s = shapeOf(getX()); s && axis && axis->size() == 1 &&
+                                failed(normAxis(*this, (*axis)[0], s->size())))
+    return failure();
+  return sameAsFirst(*this, r);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferResultTypes(Types &r) {
+  if (failed(checkSameElementType(*this, {getA(), getB()})))
+    return failure();
+  auto a = shapeOf(getA()), b = shapeOf(getB());
+  Type e = elemOf(getA());
+  if (!a || !b) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  if (a->empty() || b->empty())
+    return emitOpError() << "operands must have rank >= 1";
+  Shape sa = *a, sb = *b;
+  bool va = sa.size() == 1, vb = sb.size() == 1;
+  if (va) sa.insert(sa.begin(), 1);
+  if (vb) sb.push_back(1);
+  int64_t k1 = sa.back(), k2 = sb[sb.size() - 2];
+  if (k1 != kDyn && k2 != kDyn && k1 != k2)
+    return emitOpError() << "contraction dimensions differ: " << k1 << " vs "
+                         << k2;
+  // Broadcast the batch dimensions.
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  Shape batch;
+  size_t n = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), n - ba.size(), 1);
+  bb.insert(bb.begin(), n - bb.size(), 1);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = ba[i], y = bb[i];
+    if (x == 1) batch.push_back(y);
+    else if (y == 1 || x == y) batch.push_back(x);
+    else if (x == kDyn) batch.push_back(y);
+    else if (y == kDyn) batch.push_back(x);
+    else
+      return emitOpError() << "batch dimensions are not broadcastable: " << x
+                           << " vs " << y;
+  }
+  Shape out = batch;
+  if (!va) out.push_back(sa[sa.size() - 2]);
+  if (!vb) out.push_back(sb.back());
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult GemmOp::inferResultTypes(Types &r) {
+  if (failed(checkSameElementType(*this, {getA(), getB(), getC()})))
+    return failure();
+  auto a = shapeOf(getA()), b = shapeOf(getB());
+  if ((a && a->size() != 2) || (b && b->size() != 2))
+    return emitOpError() << "A and B must be 2-D";
+  int64_t m = a ? (*a)[getTransA() ? 1 : 0] : kDyn;
+  int64_t ka = a ? (*a)[getTransA() ? 0 : 1] : kDyn;
+  int64_t kb = b ? (*b)[getTransB() ? 1 : 0] : kDyn;
+  int64_t n = b ? (*b)[getTransB() ? 0 : 1] : kDyn;
+  if (ka != kDyn && kb != kDyn && ka != kb)
+    return emitOpError() << "contraction dimensions differ: " << ka << " vs "
+                         << kb;
+  r.push_back(RankedTensorType::get({m, n}, elemOf(getA())));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getData());
+  if (!s) {
+    r.push_back(getData().getType());
+    return success();
+  }
+  SmallVector<int64_t> perm;
+  if (auto p = getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = s->size() - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (perm.size() != s->size())
+    return emitOpError() << "perm has " << perm.size()
+                         << " entries for an input of rank " << s->size();
+  Shape out;
+  SmallVector<bool> seen(s->size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)s->size() || seen[p])
+      return emitOpError() << "perm is not a permutation";
+    seen[p] = true;
+    out.push_back((*s)[p]);
+  }
+  r.push_back(RankedTensorType::get(out, elemOf(getData())));
+  return success();
+}
+
+LogicalResult ReshapeOp::inferResultTypes(Types &r) {
+  Type e = elemOf(getData());
+  auto target = getPartialInts(getShape());
+  if (!target) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  auto in = shapeOf(getData());
+  Shape out = fromPartial(*target);
+  int64_t inferIdx = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto t = (*target)[i];
+    if (!t)
+      continue;
+    if (*t == 0 && !getAllowzero()) {
+      if (in && i < in->size())
+        out[i] = (*in)[i];
+      else if (!in)
+        out[i] = kDyn;
+      else
+        return emitOpError() << "shape[" << i << "] = 0 copies a dimension "
+                             << "the input of rank " << in->size()
+                             << " does not have";
+    } else if (*t == -1) {
+      if (inferIdx >= 0)
+        return emitOpError() << "shape has more than one -1";
+      inferIdx = i;
+      out[i] = kDyn;
+    } else if (*t < -1) {
+      return emitOpError() << "shape[" << i << "] = " << *t
+                           << " is not a valid dimension";
+    }
+  }
+  if (in && llvm::none_of(*in, ShapedType::isDynamic)) {
+    int64_t total = 1, known = 1;
+    bool allKnown = true;
+    for (int64_t d : *in)
+      total *= d;
+    for (size_t i = 0; i < out.size(); ++i)
+      if ((int64_t)i != inferIdx) {
+        if (out[i] == kDyn)
+          allKnown = false;
+        else
+          known *= out[i];
+      }
+    if (allKnown) {
+      if (inferIdx >= 0) {
+        if (known == 0 || total % known)
+          return emitOpError() << "cannot reshape " << total
+                               << " elements with -1 in the shape";
+        out[inferIdx] = total / known;
+      } else if (known != total) {
+        return emitOpError() << "cannot reshape " << total << " elements into "
+                             << known;
+      }
+    }
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult FlattenOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getInput());
+  Type e = elemOf(getInput());
+  if (!s) {
+    r.push_back(RankedTensorType::get({kDyn, kDyn}, e));
+    return success();
+  }
+  auto axis = normAxis(*this, (int64_t)getAxis(), s->size(), "axis", true);
+  if (failed(axis))
+    return failure();
+  int64_t a = 1, b = 1;
+  for (int64_t i = 0; i < (int64_t)s->size(); ++i)
+    (i < *axis ? a : b) = mulDims(i < *axis ? a : b, (*s)[i]);
+  r.push_back(RankedTensorType::get({a, b}, e));
+  return success();
+}
+
+LogicalResult SqueezeOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getData());
+  Type e = elemOf(getData());
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  SmallVector<bool> drop(s->size(), false);
+  if (isNone(getAxes())) {
+    for (size_t i = 0; i < s->size(); ++i) {
+      if ((*s)[i] == kDyn) {
+        r.push_back(UnrankedTensorType::get(e));
+        return success();
+      }
+      drop[i] = (*s)[i] == 1;
+    }
+  } else {
+    auto axes = getConstantInts(getAxes());
+    if (!axes) {
+      r.push_back(UnrankedTensorType::get(e));
+      return success();
+    }
+    for (int64_t a : *axes) {
+      auto n = normAxis(*this, a, s->size());
+      if (failed(n))
+        return failure();
+      if ((*s)[*n] != 1 && (*s)[*n] != kDyn)
+        return emitOpError() << "cannot squeeze axis " << a << " of size "
+                             << (*s)[*n];
+      drop[*n] = true;
+    }
+  }
+  Shape out;
+  for (size_t i = 0; i < s->size(); ++i)
+    if (!drop[i])
+      out.push_back((*s)[i]);
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getData());
+  Type e = elemOf(getData());
+  auto axes = getConstantInts(getAxes());
+  if (!s || !axes) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  int64_t rank = s->size() + axes->size();
+  SmallVector<bool> ins(rank, false);
+  for (int64_t a : *axes) {
+    auto n = normAxis(*this, a, rank);
+    if (failed(n))
+      return failure();
+    if (ins[*n])
+      return emitOpError() << "axis " << a << " appears twice";
+    ins[*n] = true;
+  }
+  Shape out;
+  size_t j = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    out.push_back(ins[i] ? 1 : (*s)[j++]);
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult ConcatOp::inferResultTypes(Types &r) {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  if (failed(checkSameElementType(*this, getInputs())))
+    return failure();
+  Type e = elemOf(getInputs()[0]);
+  std::optional<Shape> out;
+  int64_t axis = 0;
+  for (Value v : getInputs()) {
+    auto s = shapeOf(v);
+    if (!s)
+      continue;
+    if (!out) {
+      auto n = normAxis(*this, (int64_t)getAxis(), s->size());
+      if (failed(n))
+        return failure();
+      axis = *n;
+      out = *s;
+      (*out)[axis] = 0;
+    } else if (s->size() != out->size()) {
+      return emitOpError() << "inputs have different ranks: " << out->size()
+                           << " vs " << s->size();
+    }
+    for (size_t i = 0; i < s->size(); ++i) {
+      int64_t &o = (*out)[i];
+      int64_t d = (*s)[i];
+      if ((int64_t)i == axis) {
+        o = (o == kDyn || d == kDyn) ? kDyn : o + d;
+      } else if (o == kDyn) {
+        o = d;
+      } else if (d != kDyn && d != o) {
+        return emitOpError() << "inputs differ in dimension " << i << ": "
+                             << o << " vs " << d;
+      }
+    }
+  }
+  if (out)
+    for (Value v : getInputs())
+      if (!shapeOf(v))
+        (*out)[axis] = kDyn;
+  r.push_back(tensorOf(out, e));
+  return success();
+}
+
+LogicalResult SplitOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getInput());
+  Type e = elemOf(getInput());
+  int64_t n = getNumResults();
+  if (!s) {
+    r.assign(n, UnrankedTensorType::get(e));
+    return success();
+  }
+  auto axis = normAxis(*this, (int64_t)getAxis(), s->size());
+  if (failed(axis))
+    return failure();
+  int64_t dim = (*s)[*axis];
+  SmallVector<int64_t> sizes(n, kDyn);
+  if (!isNone(getSplit())) {
+    auto split = getConstantInts(getSplit());
+    if (split) {
+      if ((int64_t)split->size() != n)
+        return emitOpError() << "'split' has " << split->size()
+                             << " entries for " << n << " outputs";
+      int64_t sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if ((*split)[i] < 0)
+          return emitOpError() << "'split' entries must be >= 0";
+        sizes[i] = (*split)[i];
+        sum += sizes[i];
+      }
+      if (dim != kDyn && sum != dim)
+        return emitOpError() << "'split' sums to " << sum << " but axis "
+                             << *axis << " has size " << dim;
+    }
+  } else if (dim != kDyn) {
+    if (auto no = getNumOutputs(); no && (int64_t)*no != n)
+      return emitOpError() << "num_outputs is " << *no << " but the node has "
+                           << n << " outputs";
+    int64_t chunk = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i)
+      sizes[i] = std::max<int64_t>(0, std::min(chunk, dim - i * chunk));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Shape o = *s;
+    o[*axis] = sizes[i];
+    r.push_back(RankedTensorType::get(o, e));
+  }
+  return success();
+}
+
+LogicalResult SliceOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getData());
+  Type e = elemOf(getData());
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  int64_t rank = s->size();
+  auto starts = getConstantInts(getStarts());
+  auto ends = getConstantInts(getEnds());
+  std::optional<SmallVector<int64_t>> axes, steps;
+  if (!isNone(getAxes()))
+    axes = getConstantInts(getAxes());
+  if (!isNone(getSteps()))
+    steps = getConstantInts(getSteps());
+  bool axesKnown = isNone(getAxes()) || axes;
+  if (!axesKnown) {
+    r.push_back(RankedTensorType::get(Shape(rank, kDyn), e));
+    return success();
+  }
+  int64_t n = starts ? starts->size() : (ends ? ends->size() : -1);
+  if (!axes) {
+    if (n < 0) {
+      r.push_back(RankedTensorType::get(Shape(rank, kDyn), e));
+      return success();
+    }
+    axes = SmallVector<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      axes->push_back(i);
+  }
+  Shape out = *s;
+  for (size_t i = 0; i < axes->size(); ++i) {
+    auto a = normAxis(*this, (*axes)[i], rank);
+    if (failed(a))
+      return failure();
+    int64_t step = steps ? (i < steps->size() ? (*steps)[i] : 1) : 1;
+    if (steps && step == 0)
+      return emitOpError() << "steps must not be 0";
+    bool known = starts && ends && (isNone(getSteps()) || steps) &&
+                 (*s)[*a] != kDyn && i < starts->size() && i < ends->size();
+    out[*a] = known ? sliceLen((*s)[*a], (*starts)[i], (*ends)[i], step) : kDyn;
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult GatherOp::inferResultTypes(Types &r) {
+  auto d = shapeOf(getData()), i = shapeOf(getIndices());
+  Type e = elemOf(getData());
+  if (!d || !i) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  if (d->empty())
+    return emitOpError() << "data must have rank >= 1";
+  auto axis = normAxis(*this, (int64_t)getAxis(), d->size());
+  if (failed(axis))
+    return failure();
+  Shape out(d->begin(), d->begin() + *axis);
+  out.append(i->begin(), i->end());
+  out.append(d->begin() + *axis + 1, d->end());
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult ShapeOp::inferResultTypes(Types &r) {
+  Type i64 = IntegerType::get(getContext(), 64);
+  auto s = shapeOf(getData());
+  if (!s) {
+    r.push_back(RankedTensorType::get({kDyn}, i64));
+    return success();
+  }
+  int64_t rank = s->size();
+  int64_t start = getStart(), end = getEnd() ? (int64_t)*getEnd() : rank;
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  r.push_back(RankedTensorType::get({std::max<int64_t>(0, end - start)}, i64));
+  return success();
+}
+
+LogicalResult SizeOp::inferResultTypes(Types &r) {
+  r.push_back(RankedTensorType::get({}, IntegerType::get(getContext(), 64)));
+  return success();
+}
+
+LogicalResult ExpandOp::inferResultTypes(Types &r) {
+  Type e = elemOf(getInput());
+  auto target = getPartialInts(getShape());
+  auto in = shapeOf(getInput());
+  if (!target || !in) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  // Broadcast the input shape with the target shape; unknown target entries
+  // are 1-or-anything, so the input's dimension wins unless it is 1.
+  Shape t = fromPartial(*target);
+  size_t n = std::max(t.size(), in->size());
+  Shape a = *in, b = t;
+  a.insert(a.begin(), n - a.size(), 1);
+  b.insert(b.begin(), n - b.size(), 1);
+  Shape out;
+  for (size_t i = 0; i < n; ++i) {
+    if (b[i] == kDyn)
+      out.push_back(a[i] == 1 ? kDyn : a[i]);
+    else if (a[i] == 1 || a[i] == kDyn)
+      out.push_back(b[i] == 1 ? a[i] : b[i]);
+    else if (b[i] == 1 || b[i] == a[i])
+      out.push_back(a[i]);
+    else
+      return emitOpError() << "cannot expand dimension " << a[i] << " to "
+                           << b[i];
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult TileOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getInput());
+  Type e = elemOf(getInput());
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  auto reps = getConstantInts(getRepeats());
+  Shape out(s->size(), kDyn);
+  if (reps) {
+    if (reps->size() != s->size())
+      return emitOpError() << "repeats has " << reps->size()
+                           << " entries for rank " << s->size();
+    for (size_t i = 0; i < s->size(); ++i)
+      out[i] = mulDims((*s)[i], (*reps)[i]);
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult ConstantOfShapeOp::inferResultTypes(Types &r) {
+  Type e = getValue() ? getValue()->getElementType()
+                      : Float32Type::get(getContext());
+  if (getValue() && getValue()->getNumElements() != 1)
+    return emitOpError() << "'value' must hold exactly one element";
+  auto target = getPartialInts(getInput());
+  r.push_back(target ? RankedTensorType::get(fromPartial(*target), e)
+                     : (Type)UnrankedTensorType::get(e));
+  return success();
+}
+
+LogicalResult RangeOp::inferResultTypes(Types &r) {
+  Type e = elemOf(getStart());
+  if (failed(checkSameElementType(*this, getOperation()->getOperands())))
+    return failure();
+  for (Value v : getOperation()->getOperands())
+    if (auto s = shapeOf(v); s && !s->empty())
+      return emitOpError() << "start, limit and delta must be scalars";
+  int64_t n = kDyn;
+  auto s = getConstantDoubles(getStart()), l = getConstantDoubles(getLimit()),
+       d = getConstantDoubles(getDelta());
+  if (s && l && d && (*d)[0] != 0)
+    n = std::max<int64_t>(0, (int64_t)std::ceil(((*l)[0] - (*s)[0]) / (*d)[0]));
+  r.push_back(RankedTensorType::get({n}, e));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+#define REDUCE(OP)                                                             \
+  LogicalResult OP::inferResultTypes(Types &r) {                               \
+    return reduceShape(*this, getData(), getAxes(), getKeepdims(),             \
+                       getNoopWithEmptyAxes(), r);                             \
+  }
+REDUCE(ReduceL2Op)
+REDUCE(ReduceMaxOp)
+REDUCE(ReduceMeanOp)
+REDUCE(ReduceMinOp)
+REDUCE(ReduceProdOp)
+REDUCE(ReduceSumOp)
+#undef REDUCE
+
+LogicalResult LayerNormalizationOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getX());
+  r.push_back(getX().getType());
+  std::optional<Shape> stats;
+  if (s) {
+    auto axis = normAxis(*this, (int64_t)getAxis(), s->size());
+    if (failed(axis))
+      return failure();
+    stats = *s;
+    for (size_t i = *axis; i < s->size(); ++i)
+      (*stats)[i] = 1;
+  }
+  Type f32 = Float32Type::get(getContext());
+  for (unsigned i = 1; i < getNumResults(); ++i)
+    r.push_back(isa<NoneType>(getResult(i).getType()) ? getResult(i).getType()
+                                                      : tensorOf(stats, f32));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferResultTypes(Types &r) {
+  auto q = shapeOf(getQ()), k = shapeOf(getK()), v = shapeOf(getV());
+  Type e = elemOf(getQ());
+  auto none = [&](unsigned i) { return isa<NoneType>(getResult(i).getType()); };
+  if (!q || !k || !v) {
+    for (unsigned i = 0; i < getNumResults(); ++i)
+      r.push_back(none(i) ? getResult(i).getType() : UnrankedTensorType::get(e));
+    return success();
+  }
+  if (q->size() != k->size() || q->size() != v->size() ||
+      (q->size() != 3 && q->size() != 4))
+    return emitOpError() << "Q, K and V must all be 3-D or all 4-D";
+  int64_t b = (*q)[0], hq, hkv, sq, skv = (*k)[q->size() == 4 ? 2 : 1], dh, dv;
+  if (q->size() == 4) {
+    hq = (*q)[1]; sq = (*q)[2]; dh = (*q)[3];
+    hkv = (*k)[1]; dv = (*v)[3];
+  } else {
+    if (!getQNumHeads() || !getKvNumHeads())
+      return emitOpError() << "3-D inputs need q_num_heads and kv_num_heads";
+    hq = *getQNumHeads(); hkv = *getKvNumHeads(); sq = (*q)[1];
+    if (hq <= 0 || hkv <= 0)
+      return emitOpError() << "q_num_heads and kv_num_heads must be positive";
+    dh = divDims((*q)[2], hq);
+    dv = divDims((*v)[2], hkv);
+    if ((*q)[2] != kDyn && (*q)[2] % hq)
+      return emitOpError() << "Q hidden size " << (*q)[2]
+                           << " is not a multiple of q_num_heads " << hq;
+  }
+  if (hq != kDyn && hkv != kDyn && (hkv == 0 || hq % hkv))
+    return emitOpError() << "q heads (" << hq
+                         << ") must be a multiple of kv heads (" << hkv << ")";
+  int64_t total = skv;
+  if (!isNone(getPastKey())) {
+    auto p = shapeOf(getPastKey());
+    total = (p && p->size() == 4) ? (skv == kDyn || (*p)[2] == kDyn
+                                         ? kDyn : skv + (*p)[2]) : kDyn;
+  }
+  if (q->size() == 4)
+    r.push_back(RankedTensorType::get({b, hq, sq, dv}, e));
+  else
+    r.push_back(RankedTensorType::get({b, sq, mulDims(hq, dv)}, e));
+  r.push_back(none(1) ? getResult(1).getType()
+                      : RankedTensorType::get({b, hkv, total, dh}, e));
+  r.push_back(none(2) ? getResult(2).getType()
+                      : RankedTensorType::get({b, hkv, total, dv}, e));
+  r.push_back(none(3) ? getResult(3).getType()
+                      : RankedTensorType::get({b, hq, sq, total}, e));
+  return success();
+}
+
+LogicalResult LinearAttentionOp::inferResultTypes(Types &r) {
+  auto q = shapeOf(getQuery()), k = shapeOf(getKey()), v = shapeOf(getValue());
+  Type e = elemOf(getQuery());
+  int64_t hq = getQNumHeads(), hkv = getKvNumHeads();
+  if (hq <= 0 || hkv <= 0 || hq % hkv)
+    return emitOpError() << "q_num_heads (" << hq
+                         << ") must be a positive multiple of kv_num_heads ("
+                         << hkv << ")";
+  StringRef rule = getUpdateRule();
+  if (rule != "linear" && rule != "gated" && rule != "delta" &&
+      rule != "gated_delta")
+    return emitOpError() << "unknown update_rule '" << rule << "'";
+  if ((rule == "gated" || rule == "gated_delta") && isNone(getDecay()))
+    return emitOpError() << "update_rule '" << rule << "' needs a decay input";
+  if ((rule == "delta" || rule == "gated_delta") && isNone(getBeta()))
+    return emitOpError() << "update_rule '" << rule << "' needs a beta input";
+  if (!q || !k || !v) {
+    r.push_back(UnrankedTensorType::get(e));
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  if (q->size() != 3 || k->size() != 3 || v->size() != 3)
+    return emitOpError() << "query, key and value must be 3-D [B, T, H*D]";
+  int64_t dk = divDims((*k)[2], hkv), dv = divDims((*v)[2], hkv);
+  r.push_back(RankedTensorType::get({(*q)[0], (*q)[1], mulDims(hq, dv)}, e));
+  r.push_back(RankedTensorType::get({(*q)[0], hkv, dk, dv}, e));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scan
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::inferResultTypes(Types &r) {
+  int64_t numScanIn = getNumScanInputs();
+  int64_t numIn = getInitialStateAndScanInputs().size();
+  int64_t numStates = numIn - numScanIn;
+  if (numScanIn < 1 || numStates < 0)
+    return emitOpError() << "num_scan_inputs " << numScanIn
+                         << " does not fit the " << numIn << " inputs";
+  Block &body = getBody().front();
+  if ((int64_t)body.getNumArguments() != numIn)
+    return emitOpError() << "body takes " << body.getNumArguments()
+                         << " inputs, expected " << numIn;
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in onnx.Yield";
+  int64_t numOut = yield.getOperands().size();
+  if (numOut != (int64_t)getNumResults() || numOut < numStates)
+    return emitOpError() << "body yields " << numOut << " values for "
+                         << getNumResults() << " results";
+  // Sequence length from the first scan input along its scan axis.
+  int64_t seqLen = kDyn;
+  Value first = getInitialStateAndScanInputs()[numStates];
+  if (auto s = shapeOf(first)) {
+    int64_t axis = 0;
+    if (auto axes = getScanInputAxes(); axes && !axes->empty())
+      axis = (*axes)[0];
+    if (axis < 0) axis += s->size();
+    if (axis >= 0 && axis < (int64_t)s->size())
+      seqLen = (*s)[axis];
+  }
+  for (int64_t i = 0; i < numStates; ++i)
+    r.push_back(getInitialStateAndScanInputs()[i].getType());
+  for (int64_t i = numStates; i < numOut; ++i) {
+    Type t = yield.getOperands()[i].getType();
+    auto s = shapeOf(yield.getOperands()[i]);
+    if (!s) {
+      r.push_back(t);
+      continue;
+    }
+    int64_t axis = 0;
+    if (auto axes = getScanOutputAxes();
+        axes && (int64_t)axes->size() > i - numStates)
+      axis = (*axes)[i - numStates];
+    if (axis < 0) axis += s->size() + 1;
+    if (axis < 0 || axis > (int64_t)s->size())
+      return emitOpError() << "scan output axis out of range";
+    s->insert(s->begin() + axis, seqLen);
+    r.push_back(RankedTensorType::get(*s, elemOf(yield.getOperands()[i])));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+LogicalResult EinsumOp::inferResultTypes(Types &r) {
+  Type e = elemOf(getInputs()[0]);
+  std::string eq;
+  for (char c : getEquation().str())
+    if (c != ' ')
+      eq.push_back(c);
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  SmallVector<StringRef> parts;
+  StringRef(lhs).split(parts, ',');
+  SmallVector<std::string> terms;
+  for (StringRef t : parts)
+    terms.push_back(t.str());
+  if (terms.size() != getInputs().size())
+    return emitOpError() << "equation has " << terms.size()
+                         << " operands, the node has " << getInputs().size();
+  if (eq.find("...") != std::string::npos) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  std::map<char, int64_t> dims;
+  std::map<char, int> count;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto s = shapeOf(getInputs()[i]);
+    if (s && s->size() != terms[i].size())
+      return emitOpError() << "operand " << i << " has rank " << s->size()
+                           << " but the equation term '" << terms[i]
+                           << "' has " << terms[i].size() << " labels";
+    for (size_t k = 0; k < terms[i].size(); ++k) {
+      char c = terms[i][k];
+      if (!std::isalpha(c))
+        return emitOpError() << "invalid label '" << c << "' in equation";
+      ++count[c];
+      int64_t d = s ? (*s)[k] : kDyn;
+      auto it = dims.find(c);
+      if (it == dims.end() || it->second == kDyn || it->second == 1)
+        dims[c] = (it != dims.end() && d == 1) ? it->second : d;
+      else if (d != kDyn && d != 1 && d != it->second)
+        return emitOpError() << "label '" << c << "' has sizes "
+                             << it->second << " and " << d;
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    for (auto &[c, n] : count)
+      if (n == 1)
+        out.push_back(c);
+  }
+  Shape shape;
+  for (char c : out) {
+    if (!dims.count(c))
+      return emitOpError() << "output label '" << c << "' is not an input label";
+    shape.push_back(dims[c]);
+  }
+  r.push_back(RankedTensorType::get(shape, e));
+  return success();
+}

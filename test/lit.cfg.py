@@ -1,0 +1,25 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "gatec"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.gatec_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "models",
+                   "Inputs", "scripts"]
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%gatec_src", config.gatec_src_root))
+config.substitutions.append(("%models", os.path.join(config.gatec_src_root, "test", "models")))
+config.substitutions.append(("%scripts", os.path.join(config.gatec_src_root, "test", "scripts")))
+
+llvm_config.with_system_environment(["HOME", "PATH", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["gatec", "gatec-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -1,0 +1,173 @@
+//===- gatec.cpp - the gatec compiler driver ------------------------------===//
+//
+//   gatec MODEL.onnx [--compile-to=PHASE] [-o FILE] [--dump-stages=DIR]
+//   gatec IR.mlir --compile-from=PHASE [--compile-to=PHASE] ...
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Diagnostics.h"
+#include "compiler/OnnxImporter.h"
+#include "compiler/Pipeline.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory gatecCat("gatec options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx | model.onnxtxt | ir.mlir>"),
+                                      cl::cat(gatecCat));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(gatecCat));
+static cl::opt<std::string> compileTo(
+    "compile-to", cl::desc("Stop after this phase and print its IR"),
+    cl::value_desc("phase"), cl::cat(gatecCat));
+static cl::opt<std::string> compileFrom(
+    "compile-from",
+    cl::desc("The input is MLIR at this phase (default: an ONNX model)"),
+    cl::value_desc("phase"), cl::cat(gatecCat));
+static cl::opt<std::string> dumpStages(
+    "dump-stages",
+    cl::desc("Write the IR after every phase to DIR/NN-<phase>.mlir"),
+    cl::value_desc("dir"), cl::cat(gatecCat));
+static cl::opt<bool> elideWeights(
+    "elide-weights",
+    cl::desc("Elide large weights when printing to the terminal (default "
+             "on for stdout; files written with -o and --dump-stages are "
+             "always complete)"),
+    cl::init(true), cl::cat(gatecCat));
+static cl::opt<int64_t> inlineLimit(
+    "inline-weight-limit",
+    cl::desc("Initializers with more elements are dense_resource blobs"),
+    cl::init(64), cl::cat(gatecCat));
+
+namespace {
+std::string phaseList() {
+  std::string s;
+  for (const gatec::Phase &p : gatec::getPhases())
+    s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
+LogicalResult writeIR(ModuleOp module, StringRef path, bool forPerson) {
+  std::string err;
+  auto out = openOutputFile(path, &err);
+  if (!out) {
+    llvm::errs() << "gatec: cannot write '" << path << "': " << err << "\n";
+    return failure();
+  }
+  OpPrintingFlags flags;
+  if (forPerson)
+    flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  module->print(out->os(), flags);
+  out->os() << "\n";
+  out->keep();
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  gatec::registerGatecPasses();
+  std::string overview =
+      "gatec: compiles ONNX models of gated transformers.\n\n"
+      "Phases (for --compile-to / --compile-from / --dump-stages): " +
+      phaseList() + "\n";
+  cl::ParseCommandLineOptions(argc, argv, overview);
+
+  const auto &phases = gatec::getPhases();
+  int last = phases.size() - 1;
+  if (!compileTo.empty() && (last = gatec::findPhase(compileTo)) < 0) {
+    llvm::errs() << "gatec: unknown phase '" << compileTo
+                 << "' for --compile-to (phases: " << phaseList() << ")\n";
+    return 1;
+  }
+  int first = 0;
+  if (!compileFrom.empty()) {
+    int from = gatec::findPhase(compileFrom);
+    if (from < 0) {
+      llvm::errs() << "gatec: unknown phase '" << compileFrom
+                   << "' for --compile-from (phases: " << phaseList() << ")\n";
+      return 1;
+    }
+    if (from > last) {
+      llvm::errs() << "gatec: --compile-from=" << compileFrom
+                   << " comes after --compile-to=" << phases[last].name << "\n";
+      return 1;
+    }
+    first = from + 1;
+  }
+
+  DialectRegistry registry;
+  gatec::registerGatecDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  gatec::OnnxDiagnosticHandler diagHandler(&ctx);
+
+  OwningOpRef<ModuleOp> module;
+  if (compileFrom.empty()) {
+    gatec::ImportOptions opts;
+    opts.inlineElementLimit = inlineLimit;
+    module = gatec::importOnnxModel(&ctx, inputFile, opts);
+  } else {
+    llvm::SourceMgr sm;
+    std::string err;
+    auto buf = openInputFile(inputFile, &err);
+    if (!buf) {
+      llvm::errs() << inputFile << ": " << err << "\n";
+      return 1;
+    }
+    sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sm, &ctx);
+  }
+  if (!module)
+    return 1;
+
+  if (!dumpStages.empty()) {
+    if (auto ec = llvm::sys::fs::create_directories(dumpStages)) {
+      llvm::errs() << "gatec: cannot create '" << dumpStages
+                   << "': " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  for (int i = first; i <= last; ++i) {
+    PassManager pm(&ctx);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 1;
+    phases[i].addPasses(pm);
+    if (failed(pm.run(*module)))
+      return 1;
+    if (!dumpStages.empty()) {
+      SmallString<256> path(dumpStages);
+      char name[64];
+      snprintf(name, sizeof(name), "%02d-%s.mlir", i + 1,
+               phases[i].name.c_str());
+      llvm::sys::path::append(path, name);
+      if (failed(writeIR(*module, path, /*forPerson=*/false)))
+        return 1;
+    }
+  }
+  if (failed(verify(*module)))
+    return 1;
+  bool toTerminal = outputFile == "-";
+  if (failed(writeIR(*module, outputFile, toTerminal && elideWeights)))
+    return 1;
+  return 0;
+}
