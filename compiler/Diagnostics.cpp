@@ -58,9 +58,13 @@ std::string describeLocation(Location loc) {
   if (!info.name.empty()) {
     if (!out.empty())
       out += ": ";
-    out += "node '" + info.name + "'";
-    if (!info.desc.empty())
-      out += " (" + info.desc + ")";
+    if (info.desc == "initializer") {
+      out += "initializer '" + info.name + "'";
+    } else {
+      out += "node '" + info.name + "'";
+      if (!info.desc.empty())
+        out += " (" + info.desc + ")";
+    }
   }
   if (out.empty()) {
     llvm::raw_string_ostream os(out);

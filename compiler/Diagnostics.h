@@ -16,7 +16,8 @@
 
 namespace gatec {
 
-/// The location of an ONNX node `name` of type `opType` in `file`.
+/// The location of an ONNX node `name` of type `opType` in `file`. An
+/// initializer has opType "initializer" and opset 0.
 mlir::Location makeNodeLoc(mlir::MLIRContext *ctx, llvm::StringRef file,
                            llvm::StringRef name, llvm::StringRef opType,
                            int64_t opset);

@@ -155,7 +155,7 @@ LogicalResult GraphImporter::importInitializers(::onnx::GraphProto &g) {
            << "' is not supported (densify it, e.g. with onnx.numpy_helper)";
   for (::onnx::TensorProto &t : *g.mutable_initializer()) {
     std::string error;
-    Location loc = NameLoc::get(b.getStringAttr(t.name()), fileLoc());
+    Location loc = makeNodeLoc(ctx, file, t.name(), "initializer", 0);
     ElementsAttr attr = tensors.import(t, error);
     if (!attr)
       return emitError(loc) << error;
@@ -221,6 +221,30 @@ FailureOr<Attribute> GraphImporter::convertAttr(::onnx::AttributeProto &a,
   }
 }
 
+/// Runs the op's ODS verifier on an op whose result types are still
+/// placeholders: attribute and operand constraints are checked first (in
+/// that order), so the first error is kept unless it is about a result.
+/// Shape inference may only run on ops that pass these checks.
+LogicalResult verifyAttributesAndOperands(Operation *op) {
+  std::optional<Diagnostic> first;
+  {
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &d) {
+      if (!first && d.getSeverity() == DiagnosticSeverity::Error)
+        first.emplace(std::move(d));
+      return success();
+    });
+    if (succeeded(op->getName().verifyInvariants(op)))
+      return success();
+  }
+  if (!first)
+    return failure();
+  std::string msg = first->str();
+  if (msg.find(" op result #") != std::string::npos)
+    return success();
+  emitError(first->getLocation()) << msg;
+  return failure();
+}
+
 FailureOr<Operation *> GraphImporter::createOp(StringRef opType,
                                                ArrayRef<Value> operands,
                                                ArrayRef<NamedAttribute> attrs,
@@ -228,6 +252,13 @@ FailureOr<Operation *> GraphImporter::createOp(StringRef opType,
                                                Location loc, Region *body) {
   std::string name = ("onnx." + opType).str();
   OperationState state(loc, name);
+  // Attribute kinds are checked before the op exists: properties cannot
+  // hold an attribute of the wrong kind.
+  NamedAttrList attrList(attrs);
+  if (failed(state.name.verifyInherentAttrs(attrList, [&]() {
+        return emitError(loc) << "'" << name << "' op ";
+      })))
+    return failure();
   state.addOperands(operands);
   state.addAttributes(attrs);
   for (bool p : present)
@@ -239,6 +270,8 @@ FailureOr<Operation *> GraphImporter::createOp(StringRef opType,
     state.addRegion()->takeBody(*body);
   }
   Operation *op = b.create(state);
+  if (failed(verifyAttributesAndOperands(op)))
+    return failure();
   auto iface = dyn_cast<onnx::ShapeInferenceOpInterface>(op);
   if (!iface)
     return emitError(loc) << "no shape inference for " << opType, failure();

@@ -109,13 +109,14 @@ void ConstantOp::print(OpAsmPrinter &p) {
 
 ParseResult ConstantOp::parse(OpAsmParser &parser, OperationState &result) {
   Attribute value;
-  if (parser.parseOptionalAttrDict(result.attributes) ||
-      parser.parseAttribute(value))
+  if (parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseAttribute(value))
     return failure();
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements)
-    return parser.emitError(parser.getCurrentLocation(),
-                            "expected an elements attribute");
+    return parser.emitError(loc, "expected an elements attribute");
   result.addAttribute("value", elements);
   result.addTypes(elements.getType());
   return success();
