@@ -16,6 +16,7 @@ const std::vector<Phase> &getPhases() {
        [](mlir::OpPassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(
              onnx::createOnnxShapeInference());
+         pm.addPass(mlir::createCSEPass());
        }},
   };
   return phases;

@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.gatec_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "models",
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "models", "fuzz",
                    "Inputs", "scripts"]
 
 config.substitutions.append(("%python", config.python_executable))

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/Path.h"
 #include "llvm/ADT/StringSet.h"
@@ -90,8 +91,15 @@ private:
   LogicalResult importConstant(::onnx::NodeProto &n, Location loc);
   FailureOr<Attribute> convertAttr(::onnx::AttributeProto &a, StringRef opType,
                                    Location loc);
+  /// Imports a subgraph into `region`. `argTypes` give the types of its
+  /// inputs where the subgraph leaves them out (ONNX allows untyped
+  /// subgraph inputs; the op defines them).
   LogicalResult importSubgraph(::onnx::GraphProto &g, Region &region,
-                               Location loc);
+                               Location loc, ArrayRef<Type> argTypes);
+  /// Types of a Scan body's inputs: the states, then one slice of each scan
+  /// input (its scan axis removed).
+  SmallVector<Type> scanBodyInputTypes(const ::onnx::NodeProto &n,
+                                       ArrayRef<Value> operands);
   Value constI64(ArrayRef<int64_t> v, Location loc) {
     auto t = RankedTensorType::get({(int64_t)v.size()}, b.getI64Type());
     return onnx::ConstantOp::create(b, loc, DenseIntElementsAttr::get(t, v));
@@ -321,8 +329,43 @@ LogicalResult GraphImporter::importConstant(::onnx::NodeProto &n, Location loc) 
   return success();
 }
 
+SmallVector<Type> GraphImporter::scanBodyInputTypes(const ::onnx::NodeProto &n,
+                                                   ArrayRef<Value> operands) {
+  int64_t numScan = 0;
+  SmallVector<int64_t> axes;
+  for (const auto &a : n.attribute()) {
+    if (a.name() == "num_scan_inputs")
+      numScan = a.i();
+    if (a.name() == "scan_input_axes")
+      axes.assign(a.ints().begin(), a.ints().end());
+  }
+  SmallVector<Type> types;
+  int64_t numStates = (int64_t)operands.size() - numScan;
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    Type t = v.getType();
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if ((int64_t)i >= numStates && rt) {
+      int64_t axis = (int64_t)i - numStates < (int64_t)axes.size()
+                         ? axes[i - numStates]
+                         : 0;
+      if (axis < 0)
+        axis += rt.getRank();
+      if (axis >= 0 && axis < rt.getRank()) {
+        SmallVector<int64_t> shape(rt.getShape());
+        shape.erase(shape.begin() + axis);
+        t = RankedTensorType::get(shape, rt.getElementType());
+      }
+    } else if ((int64_t)i >= numStates) {
+      t = UnrankedTensorType::get(getElementTypeOrSelf(t));
+    }
+    types.push_back(t);
+  }
+  return types;
+}
+
 LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &region,
-                                            Location loc) {
+                                            Location loc,
+                                            ArrayRef<Type> argTypes) {
   GraphImporter sub(ctx, file, opset, tensors, this);
   sub.block = new Block();
   region.push_back(sub.block);
@@ -330,12 +373,31 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &regio
     sub.infos[vi.name()] = &vi;
   for (const auto &vi : g.output())
     sub.infos[vi.name()] = &vi;
-  for (const auto &in : g.input()) {
-    auto t = sub.typeOf(in.type(), loc, "subgraph input '" + in.name() + "'",
-                        nullptr);
-    if (failed(t))
-      return failure();
-    sub.values[in.name()] = sub.block->addArgument(*t, loc);
+  if (g.input_size() != (int)argTypes.size())
+    return emitError(loc) << "the body graph has " << g.input_size()
+                          << " inputs, the op gives it " << argTypes.size();
+  for (auto [i, in] : llvm::enumerate(g.input())) {
+    Type t = argTypes[i];
+    if (in.has_type() && in.type().has_tensor_type() &&
+        in.type().tensor_type().elem_type() != 0) {
+      auto declared = sub.typeOf(in.type(), loc,
+                                 "subgraph input '" + in.name() + "'", nullptr);
+      if (failed(declared))
+        return failure();
+      if (getElementTypeOrSelf(*declared) != getElementTypeOrSelf(t) ||
+          failed(verifyCompatibleShape(*declared, t)))
+        return emitError(loc) << "subgraph input '" << in.name()
+                              << "' is declared " << *declared
+                              << " but the op gives it " << t;
+      if (cast<TensorType>(*declared).hasRank())
+        t = *declared;
+    } else if (in.has_type() && !in.type().has_tensor_type() &&
+               in.type().value_case() != ::onnx::TypeProto::VALUE_NOT_SET) {
+      return emitError(loc) << "subgraph input '" << in.name()
+                            << "' is not a tensor (sequence, map and optional "
+                               "types are not supported)";
+    }
+    sub.values[in.name()] = sub.block->addArgument(t, loc);
   }
   sub.b.setInsertionPointToEnd(sub.block);
   if (failed(sub.importInitializers(g)) || failed(sub.importNodes(g)))
@@ -417,7 +479,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
       if (opName.getStringRef() != "onnx.Scan" || an != "body")
         return emitError(loc) << "graph attribute '" << an
                               << "' is not supported";
-      if (failed(importSubgraph(*a.mutable_g(), body, loc)))
+      if (failed(importSubgraph(*a.mutable_g(), body, loc,
+                                scanBodyInputTypes(n, operands))))
         return failure();
       continue;
     }

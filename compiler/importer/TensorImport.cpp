@@ -16,6 +16,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <cstring>
+#include <iterator>
 
 using namespace mlir;
 using ::onnx::TensorProto;
@@ -45,6 +46,12 @@ Type elementTypeOf(MLIRContext *ctx, int32_t dt) {
 std::string dataTypeName(int32_t dt) {
   if (TensorProto::DataType_IsValid(dt))
     return TensorProto::DataType_Name((TensorProto::DataType)dt);
+  // Types newer than Debian's ONNX 1.12 proto (onnx.proto of 1.22).
+  static const char *newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                "FLOAT8E5M2FNUZ", "UINT4", "INT4",
+                                "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+  if (dt >= 17 && dt < 17 + (int32_t)std::size(newer))
+    return newer[dt - 17];
   return "data type " + std::to_string(dt);
 }
 

@@ -478,9 +478,12 @@ LogicalResult FlattenOp::inferResultTypes(Types &r) {
     r.push_back(RankedTensorType::get({kDyn, kDyn}, e));
     return success();
   }
-  auto axis = normAxis(*this, (int64_t)getAxis(), s->size(), "axis", true);
-  if (failed(axis))
-    return failure();
+  // Flatten's axis is in [-r, r]; a negative one counts from r.
+  int64_t rank = s->size(), ax = (int64_t)getAxis();
+  if (ax < -rank || ax > rank)
+    return emitOpError() << "axis " << ax << " is out of range for rank "
+                         << rank;
+  std::optional<int64_t> axis = ax < 0 ? ax + rank : ax;
   int64_t a = 1, b = 1;
   for (int64_t i = 0; i < (int64_t)s->size(); ++i)
     (i < *axis ? a : b) = mulDims(i < *axis ? a : b, (*s)[i]);
