@@ -50,6 +50,11 @@ static cl::opt<bool> elideWeights(
              "on for stdout; files written with -o and --dump-stages are "
              "always complete)"),
     cl::init(true), cl::cat(gatecCat));
+static cl::opt<std::string> emit(
+    "emit",
+    cl::desc("What to write: mlir (the IR of the last phase, default) or "
+             "none (run and verify the phases, write nothing)"),
+    cl::init("mlir"), cl::cat(gatecCat));
 static cl::opt<int64_t> inlineLimit(
     "inline-weight-limit",
     cl::desc("Initializers with more elements are dense_resource blobs"),
@@ -92,6 +97,10 @@ int main(int argc, char **argv) {
       phaseList() + "\n";
   cl::ParseCommandLineOptions(argc, argv, overview);
 
+  if (emit != "mlir" && emit != "none") {
+    llvm::errs() << "gatec: unknown --emit=" << emit << " (mlir, none)\n";
+    return 1;
+  }
   const auto &phases = gatec::getPhases();
   int last = phases.size() - 1;
   if (!compileTo.empty() && (last = gatec::findPhase(compileTo)) < 0) {
@@ -166,6 +175,8 @@ int main(int argc, char **argv) {
   }
   if (failed(verify(*module)))
     return 1;
+  if (emit == "none")
+    return 0;
   bool toTerminal = outputFile == "-";
   if (failed(writeIR(*module, outputFile, toTerminal && elideWeights)))
     return 1;
