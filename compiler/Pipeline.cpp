@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the phases of gatec ---------------------------------===//
 #include "compiler/Pipeline.h"
 
+#include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "passes/onnx/Passes.h"
 
@@ -31,7 +32,7 @@ int findPhase(llvm::StringRef name) {
 }
 
 void registerGatecDialects(mlir::DialectRegistry &registry) {
-  registry.insert<onnx::OnnxDialect, mlir::func::FuncDialect>();
+  registry.insert<onnx::OnnxDialect, gated::GatedDialect, mlir::func::FuncDialect>();
 }
 
 void registerGatecPasses() {

@@ -1,0 +1,107 @@
+//===- GatedDialect.td - the gated domain dialect ----------*- tablegen -*-===//
+#ifndef GATEC_GATED_DIALECT_TD
+#define GATEC_GATED_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Gated_Dialect : Dialect {
+  let name = "gated";
+  let cppNamespace = "::gatec::gated";
+  let summary = "gates of gated transformers, raised from graph-level ops";
+  let description = [{
+    The domain dialect of gatec (phase `gated`). Each op is one gate construct
+    of the seed documents, with the maths written in its description:
+    softmax attention with an optional output gate (G1), gates on other
+    projections (G2 value, G3 key, G4 query, G5 dense output), GLU feed-forward
+    gates, gated residual combines (GTrXL variants, Flamingo tanh scalar,
+    ReZero, LayerScale), and the norms these models use. Ops work on builtin
+    tensors of f32, f16 or bf16 and accumulate in f32. Ops take gate
+    pre-activations (logits), so a later pass can move the activation into
+    the epilogue of the kernel that produces them.
+
+    Sources: Qiu et al., "Gated Attention for Large Language Models" (NeurIPS
+    2025) for G1-G5; Parisotto et al., "Stabilizing Transformers for
+    Reinforcement Learning" (GTrXL, 2019); Shazeer, "GLU Variants Improve
+    Transformer" (2020); Alayrac et al., Flamingo (2022); Bachlechner et al.,
+    ReZero (2020); Touvron et al., CaiT/LayerScale (2021).
+  }];
+}
+
+def Gated_GateActivation : I32EnumAttr<"GateActivation",
+    "activation of a gate's logits", [
+  I32EnumAttrCase<"sigmoid", 0>,
+  I32EnumAttrCase<"ns_sigmoid", 1>,
+  I32EnumAttrCase<"silu", 2>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    sigmoid: σ(g) = 1/(1+e^-g); ns_sigmoid: 0.5 + 0.5·σ(g) (the
+    non-sparse variant of the Gated Attention paper, gate in (0.5, 1));
+    silu: g·σ(g).
+  }];
+}
+
+def Gated_GateGranularity : I32EnumAttr<"GateGranularity",
+    "how many gate values a head has", [
+  I32EnumAttrCase<"elementwise", 0>,
+  I32EnumAttrCase<"headwise", 1>,
+]> {
+  let cppNamespace = "::gatec::gated";
+}
+
+def Gated_GateMode : I32EnumAttr<"GateMode", "how a gate combines", [
+  I32EnumAttrCase<"multiply", 0>,
+  I32EnumAttrCase<"add", 1>,
+]> {
+  let cppNamespace = "::gatec::gated";
+}
+
+def Gated_GatePlacement : I32EnumAttr<"GatePlacement",
+    "which projection a gated.gate gates (Gated Attention paper, Table 1)", [
+  I32EnumAttrCase<"G2", 2>,
+  I32EnumAttrCase<"G3", 3>,
+  I32EnumAttrCase<"G4", 4>,
+  I32EnumAttrCase<"G5", 5>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    G2: the value projection; G3: the key projection; G4: the query
+    projection; G5: the dense output (after the output projection). G1, the
+    attention output, is the gate operand of gated.attention.
+  }];
+}
+
+def Gated_GluActivation : I32EnumAttr<"GluActivation",
+    "activation of a GLU's gate branch (Shazeer 2020)", [
+  I32EnumAttrCase<"sigmoid", 0>,
+  I32EnumAttrCase<"identity", 1>,
+  I32EnumAttrCase<"relu", 2>,
+  I32EnumAttrCase<"gelu", 3>,
+  I32EnumAttrCase<"gelu_tanh", 4>,
+  I32EnumAttrCase<"silu", 5>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    sigmoid: GLU; identity: bilinear; relu: ReGLU; gelu: GEGLU with the erf
+    GELU x·Φ(x); gelu_tanh: GEGLU with 0.5·x·(1+tanh(√(2/π)(x+0.044715x³)));
+    silu: SwiGLU (Swish_1 = x·σ(x)).
+  }];
+}
+
+def Gated_ResidualKind : I32EnumAttr<"ResidualKind",
+    "the residual combine of gated.residual", [
+  I32EnumAttrCase<"add", 0>,
+  I32EnumAttrCase<"input", 1>,
+  I32EnumAttrCase<"output", 2>,
+  I32EnumAttrCase<"highway", 3>,
+  I32EnumAttrCase<"sigtanh", 4>,
+  I32EnumAttrCase<"gru", 5>,
+  I32EnumAttrCase<"tanh_scalar", 6>,
+  I32EnumAttrCase<"rezero", 7>,
+  I32EnumAttrCase<"layerscale", 8>,
+]> {
+  let cppNamespace = "::gatec::gated";
+}
+
+#endif

@@ -1,0 +1,223 @@
+//===- GatedOps.cpp - verifiers of the gated ops --------------------------===//
+#include "dialects/gated/GatedDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace gatec::gated;
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// Sizes a and b may be equal (either dynamic, or the same).
+bool mayEqual(int64_t a, int64_t b) { return a == kDyn || b == kDyn || a == b; }
+
+std::string dim(int64_t d) { return d == kDyn ? "?" : std::to_string(d); }
+
+/// `from` broadcasts (numpy rules) to `to`, where both are ranked.
+bool broadcastsTo(ShapedType from, ArrayRef<int64_t> to) {
+  if (!from.hasRank())
+    return true;
+  if (from.getRank() > (int64_t)to.size())
+    return false;
+  int64_t off = to.size() - from.getRank();
+  for (int64_t i = 0; i < from.getRank(); ++i) {
+    int64_t f = from.getDimSize(i), t = to[off + i];
+    if (f != 1 && !mayEqual(f, t))
+      return false;
+  }
+  return true;
+}
+
+LogicalResult sameElementType(Operation *op, ValueRange values) {
+  Type e = getElementTypeOrSelf(op->getResult(0).getType());
+  for (Value v : values)
+    if (v && getElementTypeOrSelf(v.getType()) != e)
+      return op->emitOpError() << "operand element type "
+                               << getElementTypeOrSelf(v.getType())
+                               << " differs from the result's " << e;
+  return success();
+}
+} // namespace
+
+LogicalResult AttentionOp::verify() {
+  auto q = cast<ShapedType>(getQuery().getType());
+  auto k = cast<ShapedType>(getKey().getType());
+  auto v = cast<ShapedType>(getValue().getType());
+  auto r = cast<ShapedType>(getResult().getType());
+  if (failed(sameElementType(*this, {getQuery(), getKey(), getValue(), getGate()})))
+    return failure();
+  if (!q.hasRank() || !k.hasRank() || !v.hasRank() || !r.hasRank())
+    return success();
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 || r.getRank() != 4)
+    return emitOpError() << "query, key, value and result must be 4-D "
+                            "[batch, heads, sequence, head_dim]";
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), t = q.getDimSize(2),
+          d = q.getDimSize(3), hkv = k.getDimSize(1), s = k.getDimSize(2),
+          dv = v.getDimSize(3);
+  if (!mayEqual(b, k.getDimSize(0)) || !mayEqual(b, v.getDimSize(0)))
+    return emitOpError() << "batch sizes differ";
+  if (!mayEqual(d, k.getDimSize(3)))
+    return emitOpError() << "query head_dim " << dim(d)
+                         << " differs from key head_dim "
+                         << dim(k.getDimSize(3));
+  if (!mayEqual(hkv, v.getDimSize(1)) || !mayEqual(s, v.getDimSize(2)))
+    return emitOpError() << "key and value differ in heads or sequence";
+  if (hq != kDyn && hkv != kDyn && (hkv == 0 || hq % hkv))
+    return emitOpError() << "query heads (" << hq
+                         << ") must be a multiple of key/value heads (" << hkv
+                         << ")";
+  SmallVector<int64_t> out{b, hq, t, dv};
+  for (int i = 0; i < 4; ++i)
+    if (!mayEqual(out[i], r.getDimSize(i)))
+      return emitOpError() << "result must be [" << dim(b) << ", " << dim(hq)
+                           << ", " << dim(t) << ", " << dim(dv) << "]";
+  if (getMask()) {
+    auto m = cast<ShapedType>(getMask().getType());
+    Type me = m.getElementType();
+    if (!me.isInteger(1) && !isa<FloatType>(me))
+      return emitOpError() << "mask must be boolean (i1) or floating-point";
+    if (!broadcastsTo(m, {b, hq, t, s}))
+      return emitOpError() << "mask does not broadcast to the scores ["
+                           << dim(b) << ", " << dim(hq) << ", " << dim(t)
+                           << ", " << dim(s) << "]";
+  }
+  bool gateAttrs = getGateActivation() || getGateGranularity() || getGateMode();
+  if (!getGate()) {
+    if (gateAttrs)
+      return emitOpError() << "gate attributes without a gate operand";
+    return success();
+  }
+  if (!getGateActivation() || !getGateGranularity() || !getGateMode())
+    return emitOpError() << "a gate needs gate_activation, gate_granularity "
+                            "and gate_mode";
+  auto g = cast<ShapedType>(getGate().getType());
+  if (!g.hasRank())
+    return success();
+  bool headwise = *getGateGranularity() == GateGranularity::headwise;
+  SmallVector<int64_t> want{b, hq, t, headwise ? 1 : dv};
+  bool ok = g.getRank() == 4;
+  for (int i = 0; ok && i < 4; ++i)
+    ok = mayEqual(want[i], g.getDimSize(i));
+  if (!ok)
+    return emitOpError() << (headwise ? "headwise" : "elementwise")
+                         << " gate must be [" << dim(b) << ", " << dim(hq)
+                         << ", " << dim(t) << ", " << dim(want[3]) << "], got "
+                         << g;
+  return success();
+}
+
+LogicalResult GateOp::verify() {
+  if (failed(sameElementType(*this, {getX(), getGate()})))
+    return failure();
+  auto x = cast<ShapedType>(getX().getType());
+  if (x.hasRank() && !broadcastsTo(cast<ShapedType>(getGate().getType()),
+                                   x.getShape()))
+    return emitOpError() << "gate " << getGate().getType()
+                         << " does not broadcast to the gated value " << x;
+  return success();
+}
+
+LogicalResult GluOp::verify() {
+  if (failed(sameElementType(*this, {getX(), getW(), getV()})))
+    return failure();
+  auto x = cast<ShapedType>(getX().getType());
+  auto w = cast<ShapedType>(getW().getType());
+  auto v = cast<ShapedType>(getV().getType());
+  auto r = cast<ShapedType>(getResult().getType());
+  if (!x.hasRank() || !w.hasRank() || !v.hasRank() || !r.hasRank())
+    return success();
+  if (w.getRank() != 2 || v.getRank() != 2)
+    return emitOpError() << "w and v must be 2-D [D, F]";
+  if (w.getShape() != v.getShape() &&
+      !(mayEqual(w.getDimSize(0), v.getDimSize(0)) &&
+        mayEqual(w.getDimSize(1), v.getDimSize(1))))
+    return emitOpError() << "w " << w << " and v " << v << " differ";
+  if (x.getRank() < 1 || !mayEqual(x.getDimSize(x.getRank() - 1), w.getDimSize(0)))
+    return emitOpError() << "x's last dimension must be w's first ("
+                         << dim(w.getDimSize(0)) << ")";
+  if (r.getRank() != x.getRank() ||
+      !mayEqual(r.getDimSize(r.getRank() - 1), w.getDimSize(1)))
+    return emitOpError() << "result must be x's shape with the last "
+                            "dimension " << dim(w.getDimSize(1));
+  for (int64_t i = 0; i + 1 < x.getRank(); ++i)
+    if (!mayEqual(x.getDimSize(i), r.getDimSize(i)))
+      return emitOpError() << "result must be x's shape with the last "
+                              "dimension " << dim(w.getDimSize(1));
+  return success();
+}
+
+LogicalResult ResidualOp::verify() {
+  if (failed(sameElementType(*this, {getX(), getY(), getGate()})))
+    return failure();
+  auto x = cast<ShapedType>(getX().getType());
+  auto y = cast<ShapedType>(getY().getType());
+  if (x.hasRank() && y.hasRank() &&
+      failed(verifyCompatibleShape(x.getShape(), y.getShape())))
+    return emitOpError() << "x " << x << " and y " << y << " differ in shape";
+  ResidualKind kind = getKind();
+  if (kind == ResidualKind::add) {
+    if (getGate())
+      return emitOpError() << "'add' takes no gate";
+    return success();
+  }
+  if (!getGate())
+    return emitOpError() << "'" << stringifyResidualKind(kind)
+                         << "' needs a gate operand";
+  auto g = cast<ShapedType>(getGate().getType());
+  if (!g.hasRank() || !x.hasRank())
+    return success();
+  if (kind == ResidualKind::tanh_scalar || kind == ResidualKind::rezero) {
+    if (g.getNumElements() != 1 || !g.hasStaticShape())
+      return emitOpError() << "'" << stringifyResidualKind(kind)
+                           << "' gate must be one scalar, got " << g;
+    return success();
+  }
+  if (kind == ResidualKind::layerscale) {
+    if (g.getRank() != 1 ||
+        !mayEqual(g.getDimSize(0), x.getDimSize(x.getRank() - 1)))
+      return emitOpError() << "'layerscale' gate must be a ["
+                           << dim(x.getDimSize(x.getRank() - 1))
+                           << "] vector, got " << g;
+    return success();
+  }
+  if (!broadcastsTo(g, x.getShape()))
+    return emitOpError() << "gate " << g << " does not broadcast to " << x;
+  return success();
+}
+
+static LogicalResult verifyNorm(Operation *op, Value x, Value weight, Value bias,
+                                float epsilon) {
+  if (failed(sameElementType(op, {x, weight, bias})))
+    return failure();
+  if (!(epsilon >= 0.0f))
+    return op->emitOpError() << "epsilon must be >= 0";
+  auto xt = cast<ShapedType>(x.getType());
+  for (Value p : {weight, bias}) {
+    if (!p)
+      continue;
+    auto pt = cast<ShapedType>(p.getType());
+    if (xt.hasRank() && pt.hasRank() &&
+        (pt.getRank() != 1 || xt.getRank() < 1 ||
+         !mayEqual(pt.getDimSize(0), xt.getDimSize(xt.getRank() - 1))))
+      return op->emitOpError() << "weight and bias must be [D] with D = x's "
+                                  "last dimension, got " << pt;
+  }
+  return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNorm(*this, getX(), getWeight(), {},
+                    getEpsilon().convertToFloat());
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getX(), getWeight(), getBias(),
+                    getEpsilon().convertToFloat());
+}
+
+#define GET_OP_CLASSES
+#include "dialects/gated/GatedOps.cpp.inc"

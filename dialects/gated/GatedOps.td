@@ -1,0 +1,170 @@
+//===- GatedOps.td - ops of the gated dialect --------------*- tablegen -*-===//
+#ifndef GATEC_GATED_OPS_TD
+#define GATEC_GATED_OPS_TD
+
+include "dialects/gated/GatedDialect.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Gated_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Gated_Dialect, mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+}
+
+def Gated_FloatTensor : TensorOf<[F32, F16, BF16]>;
+
+def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments]> {
+  let summary = "softmax attention with an optional output gate (G1)";
+  let description = [{
+    Scaled dot-product attention over heads, with grouped-query attention,
+    an optional mask and an optional query-dependent output gate:
+
+      s[b,h,t,j] = scale · Σ_d query[b,h,t,d] · key[b,h/r,j,d]   (r = Hq/Hkv)
+      s[b,h,t,j] = -inf where causal and j > t, or where a boolean mask is
+                   false; s += mask where the mask is additive (float)
+      p = softmax_j(s)                       (in f32; a row whose every
+                                              entry is -inf gives p = 0,
+                                              so its output is 0)
+      y[b,h,t,e] = Σ_j p[b,h,t,j] · value[b,h/r,j,e]
+      with a gate g (pre-activation logits) and a = act(g):
+        multiply: result = y ⊙ a        add: result = y + a
+      (headwise: g[b,h,t,0] broadcast over e)
+
+    Shapes: query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv],
+    Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv));
+    result [B, Hq, T, Dv]. Cross-attention: S may differ from T. The mask
+    broadcasts to [B, Hq, T, S] (boolean: true attends, as in ONNX
+    Attention-23 and torch SDPA; float: added to the scores). The causal mask
+    is aligned top-left (key j is visible to query t iff j <= t), as in ONNX
+    Attention-23 `is_causal` and torch SDPA `is_causal`. The gate is
+    [B, Hq, T, Dv] (elementwise) or [B, Hq, T, 1] (headwise); act is
+    `gate_activation` (sigmoid, ns_sigmoid = 0.5 + 0.5·σ, silu).
+
+    Element types f32/f16/bf16; softmax and accumulation in f32.
+    Source: Vaswani et al. 2017 (attention), Ainslie et al. 2023 (GQA),
+    Qiu et al. 2025, "Gated Attention for LLMs", section 3.1 (G1 gate).
+  }];
+  let arguments = (ins
+    Gated_FloatTensor:$query,
+    Gated_FloatTensor:$key,
+    Gated_FloatTensor:$value,
+    Optional<AnyTensor>:$mask,
+    Optional<Gated_FloatTensor>:$gate,
+    F32Attr:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<Gated_GateActivation>:$gate_activation,
+    OptionalAttr<Gated_GateGranularity>:$gate_granularity,
+    OptionalAttr<Gated_GateMode>:$gate_mode);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`gate` `(` $gate^ `:` type($gate) `,` $gate_activation `,`
+       $gate_granularity `,` $gate_mode `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+}
+
+def Gated_GateOp : Gated_Op<"gate", [AllTypesMatch<["x", "result"]>]> {
+  let summary = "a gate on a projection other than the attention output (G2-G5)";
+  let description = [{
+      multiply: result = x ⊙ act(gate)      add: result = x + act(gate)
+    x is the gated projection (G2 value, G3 key, G4 query, G5 dense output);
+    `gate` holds the logits, computed from the layer input, and broadcasts to
+    x (elementwise: same shape; headwise: size 1 in the head-dim). act is
+    `activation` (sigmoid, ns_sigmoid, silu). f32/f16/bf16, computed in f32.
+    Source: Qiu et al. 2025, "Gated Attention for LLMs", section 3 and Table 1.
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$gate,
+                       Gated_GatePlacement:$placement,
+                       Gated_GateActivation:$activation,
+                       Gated_GateMode:$mode);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $placement $activation $mode $x `,` $gate attr-dict `:` type($x) `,` type($gate)
+  }];
+}
+
+def Gated_GluOp : Gated_Op<"glu"> {
+  let summary = "gated linear unit: act(x·W) ⊙ (x·V)";
+  let description = [{
+      result[..., f] = act(Σ_d x[..., d]·w[d, f]) · Σ_d x[..., d]·v[d, f]
+    x [..., D], w and v [D, F], result [..., F]. act is `activation`:
+    sigmoid (GLU), identity (bilinear), relu (ReGLU), gelu (GEGLU, erf),
+    gelu_tanh (GEGLU, tanh approximation), silu (SwiGLU). The feed-forward
+    layer's down projection reads the result. f32/f16/bf16, accumulation in f32.
+    Source: Shazeer 2020, "GLU Variants Improve Transformer", equations 5-6;
+    Dauphin et al. 2017 (GLU, bilinear).
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$w,
+                       Gated_FloatTensor:$v, Gated_GluActivation:$activation);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $x `,` $w `,` $v attr-dict `:` type($x) `,` type($w) `,` type($v) `->` type($result)
+  }];
+}
+
+def Gated_ResidualOp : Gated_Op<"residual", [AllTypesMatch<["x", "result"]>]> {
+  let summary = "a (gated) residual combine of stream x and branch y";
+  let description = [{
+    x is the residual stream, y the sublayer's output (for sigtanh and gru:
+    the candidate's pre-tanh value), g the gate operand:
+      add:         x + y
+      input:       σ(g) ⊙ x + y                      GTrXL input gate
+      output:      x + σ(g) ⊙ y      (g = W_g x − b_g) GTrXL output gate
+      highway:     σ(g) ⊙ x + (1 − σ(g)) ⊙ y         (g = W_g x + b_g)
+      sigtanh:     x + σ(g) ⊙ tanh(y)                 (g = W_g y − b)
+      gru:         (1 − σ(g)) ⊙ x + σ(g) ⊙ tanh(y)    (g = z logits)
+      tanh_scalar: x + tanh(g) ⊙ y     (g = α, one scalar)   Flamingo
+      rezero:      x + g ⊙ y           (g = α, one scalar)   ReZero
+      layerscale:  x + g ⊙ y           (g = γ, a [D] vector) LayerScale
+    x, y and the result have the same shape; g broadcasts to x (a scalar or
+    [1] for tanh_scalar/rezero, [D] for layerscale). `add` has no gate.
+    f32/f16/bf16, computed in f32.
+    Source: Parisotto et al. 2019 (GTrXL), section 3.2 and Appendix;
+    Srivastava et al. 2015 (highway); Alayrac et al. 2022 (Flamingo,
+    eq. 1); Bachlechner et al. 2020 (ReZero); Touvron et al. 2021 (CaiT).
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$y,
+                       Optional<Gated_FloatTensor>:$gate,
+                       Gated_ResidualKind:$kind);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $x `,` $y (`gate` `(` $gate^ `:` type($gate) `)`)? attr-dict `:` type($x) `,` type($y)
+  }];
+}
+
+def Gated_RMSNormOp : Gated_Op<"rms_norm", [AllTypesMatch<["x", "result"]>]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+      result = x / sqrt(mean_last(x²) + epsilon) ⊙ w        (or ⊙ (1 + w)
+                                                             with unit_offset)
+    x [..., D], weight [D]; epsilon is read from the graph. Computed in f32.
+    Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization";
+    ONNX RMSNormalization-23; the (1 + w) form of Gemma / Qwen3-Next.
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$weight,
+                       F32Attr:$epsilon, UnitAttr:$unit_offset);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` type($x) `,` type($weight)
+  }];
+}
+
+def Gated_LayerNormOp : Gated_Op<"layer_norm", [AllTypesMatch<["x", "result"]>]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+      result = (x − mean) / sqrt(var + epsilon) ⊙ weight + bias
+    over the last dimension (biased variance). x [..., D], weight and bias
+    [D] (bias optional). epsilon is read from the graph. Computed in f32.
+    Source: Ba et al. 2016, "Layer Normalization"; ONNX
+    LayerNormalization-17 with axis = -1.
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$weight,
+                       Optional<Gated_FloatTensor>:$bias, F32Attr:$epsilon);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $weight (`,` $bias^ `:` type($bias))? attr-dict `:` type($x) `,` type($weight)
+  }];
+}
+
+#endif

@@ -1,0 +1,55 @@
+// RUN: gatec-opt %s -split-input-file -verify-diagnostics
+
+func.func @gqa(%q: tensor<1x3x8x16xf32>, %k: tensor<1x2x8x16xf32>) -> tensor<1x3x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op query heads (3) must be a multiple of key/value heads (2)}}
+  %a = gated.attention %q, %k, %k {scale = 0.25 : f32} : tensor<1x3x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x3x8x16xf32>
+  return %a : tensor<1x3x8x16xf32>
+}
+
+// -----
+
+func.func @headwise(%q: tensor<1x4x8x16xf32>, %g: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op headwise gate must be [1, 4, 8, 1], got 'tensor<1x4x8x16xf32>'}}
+  %a = gated.attention %q, %q, %q gate(%g : tensor<1x4x8x16xf32>, sigmoid, headwise, multiply) {scale = 0.25 : f32} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
+  return %a : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+func.func @mask(%q: tensor<1x4x8x16xf32>, %m: tensor<8x9xi1>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op mask does not broadcast to the scores [1, 4, 8, 8]}}
+  %a = gated.attention %q, %q, %q mask(%m : tensor<8x9xi1>) {scale = 0.25 : f32} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
+  return %a : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+func.func @glu(%x: tensor<2x32xf32>, %w: tensor<16x64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'gated.glu' op x's last dimension must be w's first (16)}}
+  %f = gated.glu silu %x, %w, %w : tensor<2x32xf32>, tensor<16x64xf32>, tensor<16x64xf32> -> tensor<2x64xf32>
+  return %f : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @rezero(%x: tensor<2x32xf32>, %a: tensor<32xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'gated.residual' op 'rezero' gate must be one scalar, got 'tensor<32xf32>'}}
+  %r = gated.residual rezero %x, %x gate(%a : tensor<32xf32>) : tensor<2x32xf32>, tensor<2x32xf32>
+  return %r : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @residual_gate(%x: tensor<2x32xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'gated.residual' op 'highway' needs a gate operand}}
+  %r = gated.residual highway %x, %x : tensor<2x32xf32>, tensor<2x32xf32>
+  return %r : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @norm(%x: tensor<2x32xf32>, %w: tensor<16xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'gated.rms_norm' op weight and bias must be [D] with D = x's last dimension, got 'tensor<16xf32>'}}
+  %r = gated.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<2x32xf32>, tensor<16xf32>
+  return %r : tensor<2x32xf32>
+}
