@@ -3,6 +3,7 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
+#include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +18,17 @@ const std::vector<Phase> &getPhases() {
        [](mlir::OpPassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(
              onnx::createOnnxShapeInference());
+         pm.addPass(mlir::createCSEPass());
+       }},
+      {"gated", "gate constructs raised to gated ops",
+       [](mlir::OpPassManager &pm) {
+         auto &f = pm.nest<mlir::func::FuncOp>();
+         f.addPass(gated::createRaiseNorms());
+         f.addPass(gated::createRaiseAttention());
+         f.addPass(gated::createRaiseGates());
+         f.addPass(gated::createRaiseGlu());
+         f.addPass(gated::createRaiseResidualGates());
+         f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
   };
@@ -37,6 +49,7 @@ void registerGatecDialects(mlir::DialectRegistry &registry) {
 
 void registerGatecPasses() {
   onnx::registerOnnxPasses();
+  gated::registerGatedPasses();
   mlir::registerTransformsPasses();
 }
 

@@ -1,6 +1,6 @@
 //===- OnnxImporter.cpp - ONNX graphs to the onnx dialect -----------------===//
 #include "compiler/OnnxImporter.h"
-#include "compiler/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 #include "compiler/importer/ImporterInternal.h"
 #include "dialects/onnx/OnnxDialect.h"
 

@@ -149,4 +149,177 @@ std::optional<SmallVector<std::optional<int64_t>>> getPartialInts(Value v) {
   return std::nullopt;
 }
 
+std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
+  using Result = SmallVector<DimExpr>;
+  auto fromInts = [](ArrayRef<std::optional<int64_t>> p) {
+    Result r;
+    for (auto x : p)
+      r.push_back(DimExpr{x, {}, -1});
+    return r;
+  };
+  if (auto ints = getConstantInts(v)) {
+    Result r;
+    for (int64_t x : *ints)
+      r.push_back(DimExpr{x, {}, -1});
+    return r;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto shape = dyn_cast<ShapeOp>(def)) {
+    auto t = dyn_cast<RankedTensorType>(shape.getData().getType());
+    if (!t)
+      return std::nullopt;
+    int64_t rank = t.getRank();
+    int64_t start = shape.getStart();
+    int64_t end = shape.getEnd() ? *shape.getEnd() : rank;
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+    Result r;
+    for (int64_t i = start; i < end; ++i)
+      r.push_back(t.isDynamicDim(i)
+                      ? DimExpr{std::nullopt, shape.getData(), i}
+                      : DimExpr{t.getDimSize(i), {}, -1});
+    return r;
+  }
+  if (auto gather = dyn_cast<GatherOp>(def)) {
+    auto data = getShapeDims(gather.getData());
+    auto idx = getConstantInts(gather.getIndices());
+    if (!data || !idx || gather.getAxis() != 0)
+      return std::nullopt;
+    Result r;
+    for (int64_t i : *idx) {
+      if (i < 0) i += data->size();
+      if (i < 0 || i >= (int64_t)data->size())
+        return std::nullopt;
+      r.push_back((*data)[i]);
+    }
+    return r;
+  }
+  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp, IdentityOp>(def)) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() > 1 || !t.getElementType().isInteger())
+      return std::nullopt;
+    return getShapeDims(def->getOperand(0));
+  }
+  if (auto concat = dyn_cast<ConcatOp>(def)) {
+    Result r;
+    for (Value in : concat.getInputs()) {
+      auto part = getShapeDims(in);
+      if (!part) {
+        auto t = dyn_cast<RankedTensorType>(in.getType());
+        if (!t || t.getRank() != 1 || t.isDynamicDim(0))
+          return std::nullopt;
+        part = Result(t.getDimSize(0), DimExpr{});
+      }
+      r.append(part->begin(), part->end());
+    }
+    return r;
+  }
+  if (auto p = getPartialInts(v))
+    return fromInts(*p);
+  return std::nullopt;
+}
+
+namespace {
+/// The (value, dimension) that dimension i of v is a copy of, one step up,
+/// or (null, -1).
+std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
+  Operation *def = v.getDefiningOp();
+  auto rt = dyn_cast<RankedTensorType>(v.getType());
+  if (!def || !rt || def->getNumResults() != 1)
+    return {Value(), -1};
+  int64_t rank = rt.getRank();
+  auto rankOf = [](Value x) {
+    auto t = dyn_cast<RankedTensorType>(x.getType());
+    return t ? t.getRank() : (int64_t)-1;
+  };
+  if (auto t = dyn_cast<TransposeOp>(def)) {
+    if (rankOf(t.getData()) != rank)
+      return {Value(), -1};
+    SmallVector<int64_t> perm;
+    if (auto p = t.getPerm())
+      perm.assign(p->begin(), p->end());
+    else
+      for (int64_t k = rank - 1; k >= 0; --k)
+        perm.push_back(k);
+    return {t.getData(), perm[i]};
+  }
+  if (auto mm = dyn_cast<MatMulOp>(def)) {
+    int64_t ra = rankOf(mm.getA()), rb = rankOf(mm.getB());
+    if (ra < 2 || rb < 2)
+      return {Value(), -1};
+    if (i == rank - 1)
+      return {mm.getB(), rb - 1};
+    // Batch and M dimensions: from A when A has them.
+    int64_t ia = i - (rank - ra);
+    if (ia >= 0)
+      return {mm.getA(), ia};
+    return {mm.getB(), i - (rank - rb)};
+  }
+  if (auto r = dyn_cast<ReshapeOp>(def)) {
+    auto dims = getShapeDims(r.getShape());
+    if (!dims || (int64_t)dims->size() != rank)
+      return {Value(), -1};
+    const DimExpr &d = (*dims)[i];
+    if (d.src)
+      return {d.src, d.dim};
+    if (d.value && *d.value == 0 && !r.getAllowzero())
+      return {r.getData(), i};
+    return {Value(), -1};
+  }
+  if (auto sl = dyn_cast<SliceOp>(def)) {
+    if (rankOf(sl.getData()) != rank)
+      return {Value(), -1};
+    SmallVector<int64_t> axes;
+    if (isa<NoneType>(sl.getAxes().getType())) {
+      auto starts = getConstantInts(sl.getStarts());
+      if (!starts)
+        return {Value(), -1};
+      for (size_t k = 0; k < starts->size(); ++k)
+        axes.push_back(k);
+    } else if (auto a = getConstantInts(sl.getAxes())) {
+      axes = *a;
+    } else {
+      return {Value(), -1};
+    }
+    for (int64_t a : axes)
+      if (a == i || a + rank == i)
+        return {Value(), -1};
+    return {sl.getData(), i};
+  }
+  // Ops whose result has the shape of their broadcast operands: follow an
+  // operand of the same rank whose dimension i is not 1.
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, CastOp, SigmoidOp,
+          TanhOp, ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp,
+          SoftmaxOp, SoftplusOp, IdentityOp, LayerNormalizationOp,
+          RMSNormalizationOp, CosOp, SinOp, TriluOp, CumSumOp, AbsOp,
+          NotOp, EqualOp, LessOp>(def) ||
+      def->getDialect()->getNamespace() == "gated") {
+    for (Value o : def->getOperands()) {
+      auto t = dyn_cast<RankedTensorType>(o.getType());
+      if (t && t.getRank() == rank && t.getDimSize(i) != 1)
+        return {o, i};
+    }
+  }
+  return {Value(), -1};
+}
+
+std::pair<Value, int64_t> dimRoot(Value v, int64_t i) {
+  for (int step = 0; step < 64; ++step) {
+    auto [src, d] = dimSource(v, i);
+    if (!src)
+      break;
+    v = src, i = d;
+  }
+  return {v, i};
+}
+} // namespace
+
+bool sameDim(Value a, int64_t i, Value b, int64_t j) {
+  return dimRoot(a, i) == dimRoot(b, j);
+}
+
 } // namespace gatec::onnx

@@ -31,6 +31,24 @@ std::optional<llvm::SmallVector<double>> getConstantDoubles(mlir::Value v);
 std::optional<llvm::SmallVector<std::optional<int64_t>>>
 getPartialInts(mlir::Value v);
 
+/// One element of a shape vector: a known integer, or dimension `dim` of
+/// the tensor `src` (as read by onnx.Shape), or unknown.
+struct DimExpr {
+  std::optional<int64_t> value;
+  mlir::Value src;
+  int64_t dim = -1;
+};
+
+/// Like getPartialInts, with the elements read from onnx.Shape of a dynamic
+/// dimension kept as symbols (src, dim).
+std::optional<llvm::SmallVector<DimExpr>> getShapeDims(mlir::Value v);
+
+/// Whether dimension i of a and dimension j of b are provably the same size:
+/// both are traced back, through ops that carry a dimension unchanged
+/// (element-wise ops, MatMul, Transpose, Reshape copies, ...), to the same
+/// dimension of the same tensor.
+bool sameDim(mlir::Value a, int64_t i, mlir::Value b, int64_t j);
+
 } // namespace gatec::onnx
 
 #endif

@@ -267,6 +267,9 @@ OpFoldResult ExpandOp::fold(FoldAdaptor a) {
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor a) {
+  // A cast to the type the input already has is the identity.
+  if (getInput().getType() == getType())
+    return getInput();
   ShapedType rt = resultType(*this);
   auto v = read(a.getInput());
   if (!rt || !v)

@@ -467,6 +467,43 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
       }
     }
   }
+  // With dynamic input dims, a -1 is still known when every dynamic input
+  // dimension reappears in the target as Shape(·)[k] of the same size.
+  if (inferIdx >= 0 && out[inferIdx] == kDyn && in) {
+    auto dims = getShapeDims(getShape());
+    SmallVector<bool> matched(in->size(), false);
+    int64_t known = 1, total = 1;
+    bool ok = dims && dims->size() == out.size();
+    for (size_t i = 0; ok && i < out.size(); ++i) {
+      if ((int64_t)i == inferIdx)
+        continue;
+      const DimExpr &d = (*dims)[i];
+      if (d.value && *d.value == 0 && !getAllowzero()) {
+        ok = i < in->size() && (*in)[i] == kDyn && !matched[i];
+        if (ok)
+          matched[i] = true;
+      } else if (d.value) {
+        known *= *d.value;
+      } else if (d.src) {
+        bool found = false;
+        for (size_t k = 0; k < in->size() && !found; ++k)
+          if ((*in)[k] == kDyn && !matched[k] &&
+              sameDim(getData(), k, d.src, d.dim))
+            found = matched[k] = true;
+        ok = found;
+      } else {
+        ok = false;
+      }
+    }
+    for (size_t k = 0; ok && k < in->size(); ++k) {
+      if ((*in)[k] == kDyn)
+        ok = matched[k];
+      else
+        total *= (*in)[k];
+    }
+    if (ok && known > 0 && total % known == 0)
+      out[inferIdx] = total / known;
+  }
   r.push_back(RankedTensorType::get(out, e));
   return success();
 }

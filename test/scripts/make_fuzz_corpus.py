@@ -302,6 +302,7 @@ def structural(c: Corpus):
            model([node("Relu", ["x", "x", "x"], ["y"])], [x24], [y24]))
     c.save("matmul_one_input.onnx", model([node("MatMul", ["x"], ["y"])], [x24], [yany]))
     c.save("add_no_inputs.onnx", model([node("Add", [], ["y"])], [x24], [yany]))
+    c.save("sum_no_inputs.onnx", model([node("Sum", [], ["y"])], [x24], [yany]))
     c.save("einsum_no_inputs.onnx",
            model([node("Einsum", [], ["y"], equation="->")], [x24], [yany]))
     c.save("split_zero_outputs.onnx",
@@ -415,8 +416,6 @@ def structural(c: Corpus):
     # --- Constant --------------------------------------------------------
     c.save("constant_no_value.onnx",
            model([node("Constant", [], ["y"])], [], [yany]))
-    c.save("constant_value_is_int.onnx",
-           model([node("Constant", [], ["y"], value=3)], [], [yany]))
     c.save("constant_sparse_value.onnx",
            model([node("Constant", [], ["y"], sparse_value=helper.make_sparse_tensor(
                helper.make_tensor("v", TP.FLOAT, [1], [1.0]),

@@ -4,9 +4,10 @@
 //   gatec IR.mlir --compile-from=PHASE [--compile-to=PHASE] ...
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
+#include "passes/gated/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -55,6 +56,11 @@ static cl::opt<std::string> emit(
     cl::desc("What to write: mlir (the IR of the last phase, default) or "
              "none (run and verify the phases, write nothing)"),
     cl::init("mlir"), cl::cat(gatecCat));
+static cl::opt<bool> checkWeights(
+    "check-weights",
+    cl::desc("After every phase, check that each initializer that fed an "
+             "output still does (default on)"),
+    cl::init(true), cl::cat(gatecCat));
 static cl::opt<int64_t> inlineLimit(
     "inline-weight-limit",
     cl::desc("Initializers with more elements are dense_resource blobs"),
@@ -161,6 +167,11 @@ int main(int argc, char **argv) {
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
     phases[i].addPasses(pm);
+    if (checkWeights) {
+      gatec::gated::CheckWeightsOptions o;
+      o.phase = phases[i].name;
+      pm.addPass(gatec::gated::createCheckWeights(o));
+    }
     if (failed(pm.run(*module)))
       return 1;
     if (!dumpStages.empty()) {

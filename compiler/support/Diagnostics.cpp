@@ -1,5 +1,5 @@
 //===- Diagnostics.cpp - ONNX-located error messages ----------------------===//
-#include "compiler/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"

@@ -1,0 +1,111 @@
+//===- CheckWeights.cpp - --check-weights ---------------------------------===//
+#include "passes/gated/Passes.h"
+
+#include "compiler/support/Diagnostics.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace gatec::gated {
+#define GEN_PASS_DEF_CHECKWEIGHTS
+#include "passes/gated/Passes.h.inc"
+} // namespace gatec::gated
+
+using namespace mlir;
+
+namespace {
+constexpr StringLiteral kAttr = "gatec.weights";
+
+/// Initializer names recorded in a location (FusedLoc<"initializer">).
+void initializersIn(Location loc, llvm::SetVector<StringRef> &names) {
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    auto md = dyn_cast_or_null<StringAttr>(fused.getMetadata());
+    for (Location l : fused.getLocations()) {
+      if (md && md.getValue() == "initializer")
+        if (auto n = dyn_cast<NameLoc>(l))
+          names.insert(n.getName().getValue());
+      initializersIn(l, names);
+    }
+  } else if (auto n = dyn_cast<NameLoc>(loc)) {
+    initializersIn(n.getChildLoc(), names);
+  } else if (auto c = dyn_cast<CallSiteLoc>(loc)) {
+    initializersIn(c.getCallee(), names);
+  }
+}
+
+/// Every initializer whose value reaches a result of @main_graph, with the
+/// first op found using it.
+llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
+  llvm::MapVector<StringRef, Operation *> out;
+  llvm::SetVector<Operation *> live;
+  SmallVector<Operation *> work;
+  for (Block &b : f.getBody())
+    work.push_back(b.getTerminator());
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!live.insert(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *d = v.getDefiningOp())
+        work.push_back(d);
+    // Ops nested in regions (Scan bodies) and what they read.
+    op->walk([&](Operation *inner) {
+      if (inner != op)
+        work.push_back(inner);
+    });
+  }
+  for (Operation *op : live) {
+    llvm::SetVector<StringRef> names;
+    initializersIn(op->getLoc(), names);
+    for (StringRef n : names) {
+      // The user that reads it, rather than the constant itself.
+      Operation *user = op;
+      for (Operation *u : op->getUsers())
+        if (live.contains(u)) {
+          user = u;
+          break;
+        }
+      out.insert({n, user});
+    }
+  }
+  return out;
+}
+
+struct CheckWeightsPass
+    : gatec::gated::impl::CheckWeightsBase<CheckWeightsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto f = module.lookupSymbol<func::FuncOp>("main_graph");
+    if (!f)
+      return;
+    auto now = contributing(f);
+    auto recorded = module->getAttrOfType<DictionaryAttr>(kAttr);
+    if (!recorded) {
+      SmallVector<NamedAttribute> entries;
+      for (auto &[name, user] : now)
+        entries.push_back(NamedAttribute(
+            StringAttr::get(&getContext(), name),
+            StringAttr::get(&getContext(),
+                            gatec::describeLocation(user->getLoc()))));
+      module->setAttr(kAttr, DictionaryAttr::get(&getContext(), entries));
+      return;
+    }
+    bool failedAny = false;
+    for (NamedAttribute e : recorded) {
+      if (now.count(e.getName().getValue()))
+        continue;
+      failedAny = true;
+      module.emitError() << "weight '" << e.getName().getValue()
+                         << "' no longer contributes to any output"
+                         << (phase.empty() ? "" : " after phase '")
+                         << phase << (phase.empty() ? "" : "'")
+                         << "; it was used by "
+                         << cast<StringAttr>(e.getValue()).getValue();
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,98 @@
+//===- Passes.td - raising onnx graphs to the gated dialect -*- tablegen -*-===//
+#ifndef GATEC_PASSES_GATED_PASSES_TD
+#define GATEC_PASSES_GATED_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+// Raising passes recognise a gate construct as exporters write it and
+// replace the value it computes by one gated op. Each leaves the graph as it
+// is where the semantics would differ (another mask shape, an epsilon that is
+// not a constant, a broadcast that changes the shape). The new op's location
+// fuses the locations of every node and initializer it replaces, so later
+// diagnostics and the weight accounting see where it came from.
+
+def RaiseNorms : Pass<"raise-norms", "mlir::func::FuncOp"> {
+  let summary = "RMSNorm and LayerNorm to gated.rms_norm / gated.layer_norm";
+  let description = [{
+    Recognises ONNX RMSNormalization-23 and LayerNormalization-17 over the
+    last axis, and their decompositions as PyTorch exports them:
+      x · 1/sqrt(mean(x²) + eps) · w      (Pow or Mul for x², Div(1, ·) or
+                                           Reciprocal or Div(x, ·); casts to
+                                           the same type are seen through)
+      (x − mean(x)) / sqrt(mean((x − mean(x))²) + eps) · w + b
+    epsilon must be a constant scalar. A weight of the form (1 + w) gives
+    `unit_offset`.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def RaiseGlu : Pass<"raise-glu", "mlir::func::FuncOp"> {
+  let summary = "GLU feed-forward gates to gated.glu";
+  let description = [{
+    Recognises act(x·W) ⊙ (x·V) with constant 2-D W and V (onnx.MatMul of
+    one x), act one of: Sigmoid (GLU), none (bilinear), Relu (ReGLU), Gelu or
+    its erf decomposition 0.5·a·(1 + erf(a/√2)) (GEGLU), the tanh
+    decomposition 0.5·a·(1 + tanh(√(2/π)(a + 0.044715·a³))) (GEGLU tanh), and
+    SiLU as a·Sigmoid(a) (SwiGLU). Products are matched as a multiset of
+    factors, so any association of the Muls is found.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
+  let summary = "softmax attention and its G1 output gate to gated.attention";
+  let description = [{
+    Recognises MatMul(Softmax(mask(scale · MatMul(Q, Kᵀ))), V) on [B, H, T, D]
+    tensors: the scale as Div or Mul by a constant (also split between Q and
+    Kᵀ, as torch exports SDPA), a mask given by Where(mask, -inf, s),
+    Where(mask, s, -inf) or Add(s, m) (a constant causal pattern becomes the
+    `causal` flag), GQA through repeat_kv (Unsqueeze/Expand/Reshape); and the
+    ONNX Attention-23/24 op without a KV cache or softcap. Then the G1 gate:
+    y ⊙ act(g) or y + act(g) applied to the attention output in the
+    [B, T, H, D] or [B, T, H·D] layout, act one of Sigmoid, 0.5 + 0.5·Sigmoid,
+    SiLU, elementwise or headwise ([B, T, H, 1]).
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def RaiseGates : Pass<"raise-gates", "mlir::func::FuncOp"> {
+  let summary = "gates on value, key, query and dense output (G2-G5) to gated.gate";
+  let description = [{
+    Recognises p ⊙ σ(g) (and NS-sigmoid, SiLU) where p is the value (G2),
+    key (G3) or query (G4) projection feeding a gated.attention, or the
+    output projection of a gated.attention (G5), and g is computed from the
+    layer input by a MatMul. Runs after raise-attention.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def RaiseResidualGates : Pass<"raise-residual-gates", "mlir::func::FuncOp"> {
+  let summary = "gated residual combines to gated.residual";
+  let description = [{
+    Recognises the GTrXL gating layers (input, output with its −b_g, highway,
+    sigtanh, GRU-type), Flamingo's x + tanh(α)·y, ReZero's x + α·y and
+    LayerScale's x + γ⊙y, where α/γ are constants (the trained parameters).
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def CheckWeights : Pass<"check-weights", "mlir::ModuleOp"> {
+  let summary = "every initializer that fed an output still does";
+  let description = [{
+    Records, the first time it runs on a module, the initializers whose
+    values reach a result of @main_graph (through the locations of the live
+    ops that use them: constants folded or absorbed into attributes keep
+    their initializer in their location), and the node that consumed each.
+    Every later run fails with an error naming each initializer that no
+    longer contributes and the node that used it. gatec runs it after every
+    phase (`--check-weights`, on by default). A converter that silently drops
+    an output-gate projection gives fluent but degraded text (seed 004,
+    "Failure modes").
+  }];
+  let options = [
+    Option<"phase", "phase", "std::string", "\"\"",
+           "Name of the phase just run (for the message)">,
+  ];
+}
+
+#endif

@@ -1,0 +1,504 @@
+//===- RaiseAttention.cpp - --raise-attention -----------------------------===//
+//
+// Softmax attention (and the ONNX Attention op) to gated.attention, then the
+// G1 output gate into its gate operand.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/gated/Matchers.h"
+#include "passes/gated/Passes.h"
+
+#include "dialects/onnx/ConstantValues.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include <cmath>
+
+namespace gatec::gated {
+#define GEN_PASS_DEF_RAISEATTENTION
+#include "passes/gated/Passes.h.inc"
+} // namespace gatec::gated
+
+using namespace mlir;
+using namespace gatec;
+using namespace gatec::raise;
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// A score value that masks a position: -inf or a huge negative number
+/// (torch.finfo.min). Rows are never fully masked by a causal mask, so the
+/// two give the same softmax there.
+bool isMaskingValue(std::optional<double> v) { return v && *v <= -1e30; }
+
+//===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+/// A mask built from Trilu of a constant-filled matrix, through element-wise
+/// maps: value `inside` on Trilu's kept band, `outside` elsewhere.
+struct BandMask {
+  int64_t k;
+  bool upper;
+  double inside, outside;
+};
+
+std::optional<double> splatValue(Value v) {
+  if (auto c = def<onnx::ConstantOfShapeOp>(v)) {
+    if (!c.getValue())
+      return 0.0;
+    auto d = dyn_cast<DenseElementsAttr>(*c.getValue());
+    if (!d || d.getNumElements() != 1)
+      return std::nullopt;
+    if (d.getElementType().isInteger(1))
+      return d.getValues<bool>()[0] ? 1.0 : 0.0;
+    if (isa<FloatType>(d.getElementType()))
+      return d.getValues<APFloat>()[0].convertToDouble();
+    return (double)d.getValues<APInt>()[0].getSExtValue();
+  }
+  auto vals = onnx::getConstantDoubles(v);
+  if (!vals || vals->empty())
+    return std::nullopt;
+  for (double x : *vals)
+    if (x != (*vals)[0] && !(std::isnan(x) && std::isnan((*vals)[0])))
+      return std::nullopt;
+  return (*vals)[0];
+}
+
+std::optional<BandMask> bandMask(Value v) {
+  Operation *d = v.getDefiningOp();
+  if (!d)
+    return std::nullopt;
+  if (auto t = dyn_cast<onnx::TriluOp>(d)) {
+    auto fill = splatValue(t.getInput());
+    int64_t k = 0;
+    if (!isa<NoneType>(t.getK().getType())) {
+      auto kv = scalarConstant(t.getK());
+      if (!kv)
+        return std::nullopt;
+      k = (int64_t)*kv;
+    }
+    if (!fill)
+      return std::nullopt;
+    return BandMask{k, t.getUpper() != 0, *fill, 0.0};
+  }
+  auto map = [&](Value in, auto f) -> std::optional<BandMask> {
+    auto m = bandMask(in);
+    if (!m)
+      return std::nullopt;
+    m->inside = f(m->inside);
+    m->outside = f(m->outside);
+    return m;
+  };
+  if (auto n = dyn_cast<onnx::NotOp>(d))
+    return map(n.getX(), [](double x) { return x != 0 ? 0.0 : 1.0; });
+  if (auto c = dyn_cast<onnx::CastOp>(d)) {
+    Type to = c.getTo();
+    if (to.isInteger(1))
+      return map(c.getInput(), [](double x) { return x != 0 ? 1.0 : 0.0; });
+    if (isa<FloatType>(to))
+      return map(c.getInput(), [](double x) { return x; });
+    return std::nullopt;
+  }
+  if (auto e = dyn_cast<onnx::EqualOp>(d)) {
+    for (auto [m, z] : {std::pair(e.getA(), e.getB()),
+                        std::pair(e.getB(), e.getA())}) {
+      auto zv = scalarConstant(z);
+      if (zv)
+        return map(m, [&](double x) { return x == *zv ? 1.0 : 0.0; });
+    }
+    return std::nullopt;
+  }
+  if (auto w = dyn_cast<onnx::WhereOp>(d)) {
+    auto a = scalarConstant(w.getX()), b = scalarConstant(w.getY());
+    if (!a || !b)
+      return std::nullopt;
+    return map(w.getCondition(), [&](double x) { return x != 0 ? *a : *b; });
+  }
+  // Broadcasts over leading dimensions keep the band.
+  if (isa<onnx::UnsqueezeOp, onnx::ExpandOp>(d)) {
+    auto in = shapeOf(d->getOperand(0)), out = shapeOf(v);
+    if (in.size() < 2 || out.size() < 2 ||
+        in[in.size() - 1] == 1 || in[in.size() - 2] == 1)
+      return std::nullopt;
+    if (auto u = dyn_cast<onnx::UnsqueezeOp>(d)) {
+      auto axes = onnx::getConstantInts(u.getAxes());
+      if (!axes)
+        return std::nullopt;
+      for (int64_t a : *axes)
+        if (a < 0 ? a + (int64_t)out.size() >= (int64_t)out.size() - 2
+                  : a >= (int64_t)out.size() - 2)
+          return std::nullopt;
+    }
+    return bandMask(d->getOperand(0));
+  }
+  return std::nullopt;
+}
+
+enum class MaskUse { TrueMasks, TrueAttends, Additive };
+
+/// Whether value m used as `use` masks exactly the keys j > t (top-left
+/// causal) of a [T, S] score matrix.
+bool isCausalMask(Value m, MaskUse use) {
+  auto masked = [&](double x) {
+    switch (use) {
+    case MaskUse::TrueMasks: return x != 0;
+    case MaskUse::TrueAttends: return x == 0;
+    case MaskUse::Additive: return x <= -1e30;
+    }
+    return false;
+  };
+  auto attends = [&](double x) {
+    return use == MaskUse::Additive ? x == 0.0 : !masked(x);
+  };
+  if (auto band = bandMask(m)) {
+    // The kept band of Trilu: lower (upper = 0): j - i <= k;
+    // upper (upper = 1): j - i >= k.
+    if (!band->upper && band->k == 0)
+      return attends(band->inside) && masked(band->outside);
+    if (band->upper && band->k == 1)
+      return masked(band->inside) && attends(band->outside);
+    return false;
+  }
+  auto vals = onnx::getConstantDoubles(m);
+  auto shape = shapeOf(m);
+  if (!vals || shape.size() < 2)
+    return false;
+  int64_t t = shape[shape.size() - 2], s = shape.back();
+  if (t * s != (int64_t)vals->size())
+    return false; // leading dims must be 1
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < s; ++j) {
+      double x = (*vals)[i * s + j];
+      if (j > i ? !masked(x) : !attends(x))
+        return false;
+    }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// x = Mul(y, c) or Mul(c, y) with a scalar constant c: returns y, scales.
+Value peelScalarMul(Value v, double &scale) {
+  if (auto m = def<onnx::MulOp>(v)) {
+    if (auto c = scalarConstant(m.getB()); c && shapeOf(m.getA()) == shapeOf(v))
+      return scale *= *c, m.getA();
+    if (auto c = scalarConstant(m.getA()); c && shapeOf(m.getB()) == shapeOf(v))
+      return scale *= *c, m.getB();
+  }
+  return v;
+}
+
+/// The KV tensor before a repeat_kv / repeat_interleave over heads:
+/// Reshape(Expand|Tile(Unsqueeze(x, 2)), [B, H·n, S, D]) -> x.
+Value peelHeadRepeat(Value v) {
+  auto re = def<onnx::ReshapeOp>(v);
+  if (!re)
+    return v;
+  Value rep = re.getData();
+  Value un;
+  if (auto e = def<onnx::ExpandOp>(rep))
+    un = e.getInput();
+  else if (auto t = def<onnx::TileOp>(rep)) {
+    auto reps = onnx::getConstantInts(t.getRepeats());
+    if (!reps || reps->size() != 5 || (*reps)[0] != 1 || (*reps)[1] != 1 ||
+        (*reps)[3] != 1 || (*reps)[4] != 1)
+      return v;
+    un = t.getInput();
+  } else {
+    return v;
+  }
+  auto u = def<onnx::UnsqueezeOp>(un);
+  if (!u)
+    return v;
+  auto axes = onnx::getConstantInts(u.getAxes());
+  if (!axes || axes->size() != 1 || ((*axes)[0] != 2 && (*axes)[0] != -3))
+    return v;
+  Value x = u.getData();
+  auto xs = shapeOf(x), rs = shapeOf(rep), vs = shapeOf(v);
+  if (xs.size() != 4 || rs.size() != 5 || vs.size() != 4)
+    return v;
+  // [B, H, n, S, D] -> [B, H·n, S, D]: batch, sequence and head_dim kept.
+  auto same = [](int64_t a, int64_t b) { return a == b || a == kDyn || b == kDyn; };
+  if (!same(rs[0], vs[0]) || !same(rs[3], vs[2]) || !same(rs[4], vs[3]) ||
+      !same(xs[1], rs[1]) || !same(xs[2], rs[3]) || !same(xs[3], rs[4]))
+    return v;
+  if (rs[1] != kDyn && rs[2] != kDyn && vs[1] != kDyn &&
+      rs[1] * rs[2] != vs[1])
+    return v;
+  return x;
+}
+
+struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(onnx::MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto softmax = def<onnx::SoftmaxOp>(op.getA());
+    if (!softmax || shapeOf(op.getA()).size() != 4 ||
+        ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != 3))
+      return failure();
+    Value s = softmax.getInput();
+
+    // Mask.
+    Value mask;
+    bool causal = false;
+    if (auto w = def<onnx::WhereOp>(s)) {
+      MaskUse use;
+      Value scores;
+      if (isMaskingValue(scalarConstant(w.getX())))
+        use = MaskUse::TrueMasks, scores = w.getY();
+      else if (isMaskingValue(scalarConstant(w.getY())))
+        use = MaskUse::TrueAttends, scores = w.getX();
+      else
+        return failure();
+      if (shapeOf(scores) != shapeOf(s))
+        return failure();
+      if (isCausalMask(w.getCondition(), use)) {
+        causal = true;
+      } else {
+        mask = w.getCondition();
+        if (use == MaskUse::TrueMasks)
+          mask = createOnnx(rewriter, w.getLoc(), "Not", {mask});
+      }
+      s = scores;
+    } else if (auto a = def<onnx::AddOp>(s)) {
+      // Scores + additive mask: the scores come from a MatMul (possibly
+      // scaled), the mask from anything else.
+      auto isScores = [](Value x) {
+        double unused = 1;
+        Value y = x;
+        if (auto d = def<onnx::DivOp>(y); d && scalarConstant(d.getB()))
+          y = d.getA();
+        y = peelScalarMul(y, unused);
+        return (bool)def<onnx::MatMulOp>(y);
+      };
+      Value scores, m;
+      if (isScores(a.getA()) && shapeOf(a.getA()) == shapeOf(s))
+        scores = a.getA(), m = a.getB();
+      else if (isScores(a.getB()) && shapeOf(a.getB()) == shapeOf(s))
+        scores = a.getB(), m = a.getA();
+      else
+        return failure();
+      if (isCausalMask(m, MaskUse::Additive))
+        causal = true;
+      else
+        mask = m;
+      s = scores;
+    }
+
+    // Scale: Div or Mul by a constant, on the scores or split over Q and Kᵀ.
+    double scale = 1.0;
+    if (auto d = def<onnx::DivOp>(s)) {
+      auto c = scalarConstant(d.getB());
+      if (!c || *c == 0.0 || shapeOf(d.getA()) != shapeOf(s))
+        return failure();
+      scale /= *c;
+      s = d.getA();
+    } else {
+      s = peelScalarMul(s, scale);
+    }
+    auto qk = def<onnx::MatMulOp>(s);
+    if (!qk)
+      return failure();
+    Value q = peelScalarMul(qk.getA(), scale);
+    Value kt = peelScalarMul(qk.getB(), scale);
+    auto qs = shapeOf(q), kts = shapeOf(kt);
+    if (qs.size() != 4 || kts.size() != 4 || qs != shapeOf(qk.getA()) ||
+        kts != shapeOf(qk.getB()))
+      return failure();
+
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    Value k = peelHeadRepeat(transpose(rewriter, loc, kt, {0, 1, 3, 2}));
+    Value v = peelHeadRepeat(op.getB());
+    // The location fuses every node and constant between the operands and
+    // the result (the mask absorbed into `causal`, the scale, repeat_kv).
+    SmallVector<Value> stops{q, v, k};
+    if (mask)
+      stops.push_back(mask);
+    if (auto t = def<onnx::TransposeOp>(k))
+      stops.push_back(t.getData());
+    SmallVector<Operation *> matched;
+    collectMatched(op.getResult(), stops, matched);
+    loc = fuseLocs(getContext(), matched);
+    Type e = getElementTypeOrSelf(op.getType());
+    if (getElementTypeOrSelf(k.getType()) != e ||
+        getElementTypeOrSelf(v.getType()) != e ||
+        getElementTypeOrSelf(q.getType()) != e)
+      return failure();
+    auto attn = gated::AttentionOp::create(
+        rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(),
+        rewriter.getF32FloatAttr(scale),
+        causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr,
+        nullptr);
+    if (failed(mlir::verify(attn, /*verifyRecursively=*/false))) {
+      rewriter.eraseOp(attn);
+      return failure();
+    }
+    rewriter.replaceOp(op, attn.getResult());
+    return success();
+  }
+};
+
+/// ONNX Attention-23/24 without KV cache, softcap or qk output.
+struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<NoneType>(op.getPastKey().getType()) ||
+        !isa<NoneType>(op.getPastValue().getType()) ||
+        !isa<NoneType>(op.getNonpadKvSeqlen().getType()) ||
+        op.getSoftcap().convertToFloat() != 0.0f)
+      return failure();
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return failure();
+    auto qs = shapeOf(op.getQ());
+    if (qs.size() != 4 || qs[3] == kDyn)
+      return failure(); // 3-D inputs: TODO reshape to 4-D
+    double scale = op.getScale() ? op.getScale()->convertToDouble()
+                                 : 1.0 / std::sqrt((double)qs[3]);
+    Value mask = op.getAttnMask();
+    if (isa<NoneType>(mask.getType()))
+      mask = Value();
+    auto attn = gated::AttentionOp::create(
+        rewriter, op.getLoc(), op.getY().getType(), op.getQ(), op.getK(),
+        op.getV(), mask, Value(), rewriter.getF32FloatAttr(scale),
+        op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
+        nullptr, nullptr);
+    if (failed(mlir::verify(attn, false))) {
+      rewriter.eraseOp(attn);
+      return failure();
+    }
+    rewriter.replaceAllUsesWith(op.getY(), attn.getResult());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// G1: the output gate
+//===----------------------------------------------------------------------===//
+
+/// act(z) as Sigmoid(z), 0.5 + 0.5·Sigmoid(z), z·Sigmoid(z); reshapes of z
+/// or of the activation are seen through. Returns z.
+Value gateLogits(Value v, gated::GateActivation &act) {
+  while (auto r = def<onnx::ReshapeOp>(v))
+    v = r.getData();
+  if (auto s = def<onnx::SigmoidOp>(v)) {
+    act = gated::GateActivation::sigmoid;
+    return s.getX();
+  }
+  if (auto a = def<onnx::AddOp>(v)) {
+    for (auto [h, m] : {std::pair(a.getA(), a.getB()),
+                        std::pair(a.getB(), a.getA())}) {
+      auto half = scalarConstant(h);
+      double c = 1.0;
+      Value sv = peelScalarMul(m, c);
+      auto s = def<onnx::SigmoidOp>(sv);
+      if (half && *half == 0.5 && c == 0.5 && s) {
+        act = gated::GateActivation::ns_sigmoid;
+        return s.getX();
+      }
+    }
+  }
+  if (auto m = def<onnx::MulOp>(v)) {
+    for (auto [z, sg] : {std::pair(m.getA(), m.getB()),
+                         std::pair(m.getB(), m.getA())}) {
+      auto s = def<onnx::SigmoidOp>(sg);
+      if (s && s.getX() == z) {
+        act = gated::GateActivation::silu;
+        return z;
+      }
+    }
+  }
+  return {};
+}
+
+struct G1Gate : RewritePattern {
+  G1Gate(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<onnx::MulOp, onnx::AddOp>(op))
+      return failure();
+    bool isMul = isa<onnx::MulOp>(op);
+    for (int side = 0; side < 2; ++side) {
+      Value a = op->getOperand(side), b = op->getOperand(1 - side);
+      // a = [Reshape to B,T,H·D](Transpose(attention, 0,2,1,3))
+      onnx::ReshapeOp flat = def<onnx::ReshapeOp>(a);
+      Value t = flat ? flat.getData() : a;
+      auto tr = def<onnx::TransposeOp>(t);
+      if (!tr || permutationOf(tr) != SmallVector<int64_t>{0, 2, 1, 3})
+        continue;
+      auto attn = def<gated::AttentionOp>(tr.getData());
+      if (!attn || attn.getGate() || !attn->hasOneUse() || !t.hasOneUse())
+        continue;
+      auto as = shapeOf(attn.getResult());
+      if (as.size() != 4 || as[1] == kDyn || as[3] == kDyn)
+        continue;
+      int64_t h = as[1], dv = as[3];
+      if (flat && (shapeOf(a).size() != 3 || shapeOf(a)[2] != h * dv))
+        continue;
+      gated::GateActivation act;
+      Value z = gateLogits(b, act);
+      if (!z || op->getResult(0).getType() != a.getType())
+        continue;
+      // The gate's shape in a's layout: elementwise (same) or headwise
+      // ([B, T, H, 1], only in the 4-D layout).
+      auto bs = shapeOf(b);
+      auto lay = shapeOf(a);
+      bool headwise = false;
+      if (bs == lay) {
+      } else if (!flat && bs.size() == 4 && bs[2] == h && bs[3] == 1) {
+        headwise = true;
+      } else {
+        continue;
+      }
+      SmallVector<Operation *> matched;
+      collectMatched(op->getResult(0), {attn.getResult(), z}, matched);
+      Location loc = fuseLocs(getContext(), matched);
+      rewriter.setInsertionPoint(op);
+      Value g4 = reshape(rewriter, loc, z, {0, 0, h, headwise ? 1 : dv});
+      Value g = transpose(rewriter, loc, g4, {0, 2, 1, 3});
+      auto gated = gated::AttentionOp::create(
+          rewriter, FusedLoc::get(getContext(), {attn.getLoc(), loc}),
+          attn.getType(), attn.getQuery(), attn.getKey(), attn.getValue(),
+          attn.getMask(), g, attn.getScaleAttr(), attn.getCausalAttr(),
+          gated::GateActivationAttr::get(getContext(), act),
+          gated::GateGranularityAttr::get(
+              getContext(), headwise ? gated::GateGranularity::headwise
+                                     : gated::GateGranularity::elementwise),
+          gated::GateModeAttr::get(getContext(),
+                                   isMul ? gated::GateMode::multiply
+                                         : gated::GateMode::add));
+      if (failed(mlir::verify(gated, false))) {
+        rewriter.eraseOp(gated);
+        return failure();
+      }
+      Value out = transpose(rewriter, loc, gated.getResult(), {0, 2, 1, 3});
+      if (flat)
+        out = createOnnx(rewriter, flat.getLoc(), "Reshape",
+                         {out, flat.getShape()},
+                         {rewriter.getNamedAttr("allowzero",
+                                                flat.getAllowzeroAttr())});
+      if (out.getType() != op->getResult(0).getType())
+        return failure();
+      rewriter.replaceOp(op, out);
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct RaiseAttentionPass
+    : gated::impl::RaiseAttentionBase<RaiseAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<AttentionCore, OnnxAttentionOp, G1Gate>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,229 @@
+//===- RaiseGlu.cpp - --raise-glu -----------------------------------------===//
+#include "passes/gated/Matchers.h"
+#include "passes/gated/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/IR/Verifier.h"
+#include <cmath>
+
+namespace gatec::gated {
+#define GEN_PASS_DEF_RAISEGLU
+#include "passes/gated/Passes.h.inc"
+} // namespace gatec::gated
+
+using namespace mlir;
+using namespace gatec;
+using namespace gatec::raise;
+
+namespace {
+bool near(std::optional<double> v, double want, double tol = 1e-5) {
+  return v && std::fabs(*v - want) <= tol * std::max(1.0, std::fabs(want));
+}
+
+/// x·W with W a constant 2-D matrix.
+onnx::MatMulOp projection(Value v) {
+  auto mm = def<onnx::MatMulOp>(v);
+  if (!mm || !isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
+    return {};
+  return mm;
+}
+
+/// 1 + erf(p/√2) (Div by √2 or Mul by 1/√2): returns p.
+Value erfTerm(Value v) {
+  auto add = def<onnx::AddOp>(v);
+  if (!add)
+    return {};
+  for (auto [one, e] : {std::pair(add.getA(), add.getB()),
+                        std::pair(add.getB(), add.getA())}) {
+    auto erf = def<onnx::ErfOp>(e);
+    if (!near(scalarConstant(one), 1.0) || !erf)
+      continue;
+    if (auto d = def<onnx::DivOp>(erf.getInput());
+        d && near(scalarConstant(d.getB()), std::sqrt(2.0)))
+      return d.getA();
+    if (auto m = def<onnx::MulOp>(erf.getInput())) {
+      if (near(scalarConstant(m.getB()), 1.0 / std::sqrt(2.0)))
+        return m.getA();
+      if (near(scalarConstant(m.getA()), 1.0 / std::sqrt(2.0)))
+        return m.getB();
+    }
+  }
+  return {};
+}
+
+/// p³ as Pow(p, 3) or a product of three p.
+bool isCube(Value v, Value p) {
+  if (auto pow = def<onnx::PowOp>(v))
+    return pow.getX() == p && near(scalarConstant(pow.getY()), 3.0);
+  SmallVector<Value> f;
+  collectFactors(v, f);
+  return f.size() == 3 && llvm::all_of(f, [&](Value x) { return x == p; });
+}
+
+/// 1 + tanh(√(2/π)·(p + 0.044715·p³)): returns p.
+Value tanhTerm(Value v) {
+  auto add = def<onnx::AddOp>(v);
+  if (!add)
+    return {};
+  for (auto [one, t] : {std::pair(add.getA(), add.getB()),
+                        std::pair(add.getB(), add.getA())}) {
+    auto tanh = def<onnx::TanhOp>(t);
+    if (!near(scalarConstant(one), 1.0) || !tanh)
+      continue;
+    SmallVector<Value> f;
+    collectFactors(tanh.getInput(), f);
+    if (f.size() != 2)
+      continue;
+    for (auto [c, inner] : {std::pair(f[0], f[1]), std::pair(f[1], f[0])}) {
+      auto sum = def<onnx::AddOp>(inner);
+      if (!near(scalarConstant(c), std::sqrt(2.0 / M_PI), 1e-4) || !sum)
+        continue;
+      for (auto pc : {std::pair(sum.getA(), sum.getB()),
+                      std::pair(sum.getB(), sum.getA())}) {
+        Value p = pc.first, cube = pc.second;
+        SmallVector<Value> g;
+        collectFactors(cube, g);
+        if (g.size() < 2)
+          continue;
+        // 0.044715 · p³, the constant anywhere in the product.
+        SmallVector<Value> rest;
+        bool haveC = false;
+        for (Value x : g) {
+          if (!haveC && near(scalarConstant(x), 0.044715, 1e-4))
+            haveC = true;
+          else
+            rest.push_back(x);
+        }
+        if (!haveC)
+          continue;
+        bool cubeOk = (rest.size() == 1 && isCube(rest[0], p)) ||
+                      (rest.size() == 3 &&
+                       llvm::all_of(rest, [&](Value x) { return x == p; })) ||
+                      (rest.size() == 2 &&
+                       ((rest[0] == p && isCube(rest[1], p)) ||
+                        (rest[1] == p && isCube(rest[0], p))));
+        // p·p·p may appear as Mul(p, Mul(p, p)) with a shared square.
+        if (!cubeOk && rest.size() == 2) {
+          for (auto [a, b] : {std::pair(rest[0], rest[1]),
+                              std::pair(rest[1], rest[0])}) {
+            auto sq = def<onnx::MulOp>(b);
+            cubeOk |= a == p && sq && sq.getA() == p && sq.getB() == p;
+          }
+        }
+        if (cubeOk)
+          return p;
+      }
+    }
+  }
+  return {};
+}
+
+struct GluPattern : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(onnx::MulOp op,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<Value> factors;
+    collectFactors(op.getResult(), factors);
+    std::optional<gated::GluActivation> act;
+    onnx::MatMulOp w, v;
+
+    auto others = [&](ArrayRef<Value> used) {
+      SmallVector<Value> rest;
+      SmallVector<Value> pool(used);
+      for (Value f : factors) {
+        auto it = llvm::find(pool, f);
+        if (it != pool.end())
+          pool.erase(it);
+        else
+          rest.push_back(f);
+      }
+      return rest;
+    };
+
+    for (Value f : factors) {
+      // act(x·W) as one factor.
+      Operation *d = f.getDefiningOp();
+      Value inner;
+      std::optional<gated::GluActivation> a;
+      if (auto s = dyn_cast_or_null<onnx::SigmoidOp>(d))
+        inner = s.getX(), a = gated::GluActivation::sigmoid;
+      else if (auto r = dyn_cast_or_null<onnx::ReluOp>(d))
+        inner = r.getX(), a = gated::GluActivation::relu;
+      else if (auto g = dyn_cast_or_null<onnx::GeluOp>(d))
+        inner = g.getX(), a = g.getApproximate() == "tanh"
+                                  ? gated::GluActivation::gelu_tanh
+                                  : gated::GluActivation::gelu;
+      auto pw = projection(inner);
+      if (!pw)
+        continue;
+      // SiLU: x·W is a factor too.
+      if (a == gated::GluActivation::sigmoid &&
+          llvm::is_contained(factors, inner)) {
+        auto rest = others({f, inner});
+        if (rest.size() == 1 && (v = projection(rest[0]))) {
+          w = pw, act = gated::GluActivation::silu;
+          break;
+        }
+      }
+      auto rest = others({f});
+      if (rest.size() == 1 && (v = projection(rest[0]))) {
+        w = pw, act = a;
+        break;
+      }
+    }
+    if (!act) {
+      // GELU decompositions: {p, 0.5, 1 + erf(p/√2) | 1 + tanh(...), x·V}.
+      for (Value f : factors) {
+        Value p = erfTerm(f);
+        auto a = gated::GluActivation::gelu;
+        if (!p)
+          p = tanhTerm(f), a = gated::GluActivation::gelu_tanh;
+        auto pw = projection(p);
+        if (!pw || !llvm::is_contained(factors, p))
+          continue;
+        Value half;
+        for (Value h : factors)
+          if (near(scalarConstant(h), 0.5))
+            half = h;
+        if (!half)
+          continue;
+        auto rest = others({f, p, half});
+        if (rest.size() == 1 && (v = projection(rest[0]))) {
+          w = pw, act = a;
+          break;
+        }
+      }
+    }
+    if (!act && factors.size() == 2 && projection(factors[0]) &&
+        projection(factors[1])) {
+      w = projection(factors[0]), v = projection(factors[1]);
+      act = gated::GluActivation::identity;
+    }
+    if (!act || w.getA() != v.getA() ||
+        w.getB().getType() != v.getB().getType())
+      return failure();
+
+    SmallVector<Operation *> matched;
+    collectMatched(op.getResult(), {w.getA(), w.getB(), v.getB()}, matched);
+    auto glu = gated::GluOp::create(rewriter, fuseLocs(getContext(), matched),
+                                    op.getType(), w.getA(), w.getB(), v.getB(),
+                                    *act);
+    if (failed(mlir::verify(glu, /*verifyRecursively=*/false))) {
+      rewriter.eraseOp(glu);
+      return failure();
+    }
+    rewriter.replaceOp(op, glu.getResult());
+    return success();
+  }
+};
+
+struct RaiseGluPass : gated::impl::RaiseGluBase<RaiseGluPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<GluPattern>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,224 @@
+//===- RaiseNorms.cpp - --raise-norms -------------------------------------===//
+#include "passes/gated/Matchers.h"
+#include "passes/gated/Passes.h"
+
+#include "dialects/onnx/ConstantValues.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace gatec::gated {
+#define GEN_PASS_DEF_RAISENORMS
+#include "passes/gated/Passes.h.inc"
+} // namespace gatec::gated
+
+using namespace mlir;
+using namespace gatec;
+using namespace gatec::raise;
+
+namespace {
+
+/// sqrt(mean_last(x²) + eps): returns x (casts stripped) and eps.
+bool matchRms(Value rms, int64_t rank, Value &x, double &eps) {
+  auto sqrt = def<onnx::SqrtOp>(rms);
+  auto add = sqrt ? def<onnx::AddOp>(sqrt.getX()) : onnx::AddOp();
+  if (!add)
+    return false;
+  for (auto [m, e] : {std::pair(add.getA(), add.getB()),
+                      std::pair(add.getB(), add.getA())}) {
+    auto mean = def<onnx::ReduceMeanOp>(m);
+    auto epsilon = scalarConstant(e);
+    if (!mean || !epsilon || !mean.getKeepdims() ||
+        !isLastAxis(mean.getAxes(), rank))
+      continue;
+    Value sq = mean.getData();
+    if (auto pow = def<onnx::PowOp>(sq)) {
+      auto two = scalarConstant(pow.getY());
+      if (!two || *two != 2.0)
+        continue;
+      x = stripNoopCasts(pow.getX());
+    } else if (auto mul = def<onnx::MulOp>(sq);
+               mul && mul.getA() == mul.getB()) {
+      x = stripNoopCasts(mul.getA());
+    } else {
+      continue;
+    }
+    eps = *epsilon;
+    return true;
+  }
+  return false;
+}
+
+/// x / rms(x) in the forms torch exports: Mul(x, Div(1, rms)),
+/// Mul(x, Reciprocal(rms)), Div(x, rms). Returns x.
+bool matchNormalized(Value v, Value &x, double &eps) {
+  v = stripNoopCasts(v);
+  int64_t rank = shapeOf(v).size();
+  if (rank == 0)
+    return false;
+  if (auto div = def<onnx::DivOp>(v)) {
+    if (matchRms(div.getB(), rank, x, eps) &&
+        stripNoopCasts(div.getA()) == x)
+      return true;
+    return false;
+  }
+  auto mul = def<onnx::MulOp>(v);
+  if (!mul)
+    return false;
+  for (auto [a, inv] : {std::pair(mul.getA(), mul.getB()),
+                        std::pair(mul.getB(), mul.getA())}) {
+    Value rms;
+    if (auto d = def<onnx::DivOp>(inv)) {
+      auto one = scalarConstant(d.getA());
+      if (!one || *one != 1.0)
+        continue;
+      rms = d.getB();
+    } else if (auto r = def<onnx::ReciprocalOp>(inv)) {
+      rms = r.getX();
+    } else {
+      continue;
+    }
+    if (matchRms(rms, rank, x, eps) && stripNoopCasts(a) == x)
+      return true;
+  }
+  return false;
+}
+
+bool isVectorOfLastDim(Value w, Value x) {
+  auto ws = shapeOf(w), xs = shapeOf(x);
+  return ws.size() == 1 && !xs.empty() && ws[0] == xs.back() &&
+         ws[0] != ShapedType::kDynamic;
+}
+
+/// Mul(normalized(x), w) (either order) -> gated.rms_norm(x, w).
+struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [n, w] : {std::pair(op.getA(), op.getB()),
+                        std::pair(op.getB(), op.getA())}) {
+      Value x;
+      double eps;
+      if (!isConstant(w) || !matchNormalized(n, x, eps) ||
+          !isVectorOfLastDim(w, x) || x.getType() != op.getType())
+        continue;
+      SmallVector<Operation *> matched;
+      collectMatched(op.getResult(), {x, w}, matched);
+      auto norm = gated::RMSNormOp::create(
+          rewriter, fuseLocs(getContext(), matched), op.getType(), x, w,
+          rewriter.getF32FloatAttr(eps), /*unit_offset=*/UnitAttr());
+      rewriter.replaceOp(op, norm.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// ONNX RMSNormalization-23 over the last axis.
+struct RMSNormalizationOp : OpRewritePattern<onnx::RMSNormalizationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::RMSNormalizationOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    int64_t axis = (int64_t)op.getAxis();
+    if (rank == 0 || (axis != -1 && axis != rank - 1) ||
+        !isVectorOfLastDim(op.getScale(), op.getX()) ||
+        op.getX().getType() != op.getType())
+      return failure();
+    rewriter.replaceOpWithNewOp<gated::RMSNormOp>(
+        op, op.getType(), op.getX(), op.getScale(), op.getEpsilonAttr(),
+        /*unit_offset=*/UnitAttr());
+    return success();
+  }
+};
+
+/// ONNX LayerNormalization-17 over the last axis (only Y used).
+struct LayerNormalizationOp : OpRewritePattern<onnx::LayerNormalizationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::LayerNormalizationOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    int64_t axis = (int64_t)op.getAxis();
+    if (rank == 0 || (axis != -1 && axis != rank - 1) ||
+        !isVectorOfLastDim(op.getScale(), op.getX()) ||
+        op.getX().getType() != op.getY().getType())
+      return failure();
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return failure();
+    Value bias = op.getB();
+    if (isa<NoneType>(bias.getType()))
+      bias = Value();
+    else if (!isVectorOfLastDim(bias, op.getX()))
+      return failure();
+    auto ln = gated::LayerNormOp::create(rewriter, op.getLoc(),
+                                         op.getY().getType(), op.getX(),
+                                         op.getScale(), bias,
+                                         op.getEpsilonAttr());
+    rewriter.replaceAllUsesWith(op.getY(), ln.getResult());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// (x − mean(x)) / sqrt(mean((x − mean(x))²) + eps) · w [+ b].
+struct DecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [n, w] : {std::pair(op.getA(), op.getB()),
+                        std::pair(op.getB(), op.getA())}) {
+      auto div = def<onnx::DivOp>(n);
+      if (!div || !isConstant(w))
+        continue;
+      auto sub = def<onnx::SubOp>(div.getA());
+      if (!sub)
+        continue;
+      Value x = sub.getA();
+      auto mean = def<onnx::ReduceMeanOp>(sub.getB());
+      int64_t rank = shapeOf(x).size();
+      if (!mean || mean.getData() != x || !mean.getKeepdims() ||
+          !isLastAxis(mean.getAxes(), rank))
+        continue;
+      // The variance reads the centred x.
+      Value varX;
+      double eps;
+      if (!matchRms(div.getB(), rank, varX, eps) || varX != sub.getResult())
+        continue;
+      if (!isVectorOfLastDim(w, x) || x.getType() != op.getType())
+        continue;
+      // A following Add of a constant [D] bias is folded in.
+      Value bias;
+      Operation *root = op;
+      if (op->hasOneUse()) {
+        if (auto add = dyn_cast<onnx::AddOp>(*op->getUsers().begin())) {
+          Value b = add.getA() == op.getResult() ? add.getB() : add.getA();
+          if (isConstant(b) && isVectorOfLastDim(b, x) &&
+              add.getType() == op.getType()) {
+            bias = b;
+            root = add;
+          }
+        }
+      }
+      rewriter.setInsertionPoint(root);
+      SmallVector<Operation *> matched;
+      collectMatched(root->getResult(0), {x, w, bias}, matched);
+      auto ln = gated::LayerNormOp::create(rewriter,
+                                           fuseLocs(getContext(), matched),
+                                           op.getType(), x, w, bias,
+                                           rewriter.getF32FloatAttr(eps));
+      rewriter.replaceOp(root, ln.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct RaiseNormsPass : gated::impl::RaiseNormsBase<RaiseNormsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposedRMSNorm, RMSNormalizationOp, LayerNormalizationOp,
+                 DecomposedLayerNorm>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,139 @@
+//===- RaiseResidualGates.cpp - --raise-residual-gates --------------------===//
+#include "passes/gated/Matchers.h"
+#include "passes/gated/Passes.h"
+
+#include "dialects/onnx/ConstantValues.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace gatec::gated {
+#define GEN_PASS_DEF_RAISERESIDUALGATES
+#include "passes/gated/Passes.h.inc"
+} // namespace gatec::gated
+
+using namespace mlir;
+using namespace gatec;
+using namespace gatec::raise;
+using gatec::gated::ResidualKind;
+
+namespace {
+
+/// Mul(a, b) with one side satisfying `f`: returns (that side, other side).
+template <typename F>
+std::optional<std::pair<Value, Value>> mulWith(Value v, F f) {
+  auto m = def<onnx::MulOp>(v);
+  if (!m)
+    return std::nullopt;
+  if (f(m.getA()))
+    return std::pair(m.getA(), m.getB());
+  if (f(m.getB()))
+    return std::pair(m.getB(), m.getA());
+  return std::nullopt;
+}
+
+/// The input x of the projection computing gate logits g = x·W (± b).
+Value gateSource(Value g) {
+  if (auto a = def<onnx::AddOp>(g))
+    g = isConstant(a.getA()) ? a.getB() : a.getA();
+  else if (auto s = def<onnx::SubOp>(g); s && isConstant(s.getB()))
+    g = s.getA();
+  auto mm = def<onnx::MatMulOp>(g);
+  return mm ? mm.getA() : Value();
+}
+
+bool isSigmoid(Value v) { return (bool)def<onnx::SigmoidOp>(v); }
+
+/// 1 − s as Sub(1, s): returns s.
+Value oneMinus(Value v) {
+  auto sub = def<onnx::SubOp>(v);
+  if (!sub)
+    return {};
+  auto one = scalarConstant(sub.getA());
+  return one && *one == 1.0 ? sub.getB() : Value();
+}
+
+struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult replace(onnx::AddOp op, PatternRewriter &rewriter,
+                        ResidualKind kind, Value x, Value y, Value g) const {
+    Type t = op.getType();
+    if (x.getType() != t || y.getType() != t)
+      return failure();
+    SmallVector<Operation *> matched;
+    collectMatched(op.getResult(), {x, y, g}, matched);
+    auto r = gated::ResidualOp::create(rewriter, fuseLocs(getContext(), matched),
+                                       t, x, y, g, kind);
+    if (failed(mlir::verify(r, false))) {
+      rewriter.eraseOp(r);
+      return failure();
+    }
+    rewriter.replaceOp(op, r.getResult());
+    return success();
+  }
+
+  LogicalResult matchAndRewrite(onnx::AddOp op,
+                                PatternRewriter &rewriter) const override {
+    Value a = op.getA(), b = op.getB();
+    // Two gated terms: highway s⊙x + (1−s)⊙y, GRU (1−z)⊙x + z⊙tanh(h).
+    for (auto [p, q] : {std::pair(a, b), std::pair(b, a)}) {
+      auto sx = mulWith(p, isSigmoid);
+      if (!sx)
+        continue;
+      Value s = sx->first;
+      auto oy = mulWith(q, [&](Value v) { return oneMinus(v) == s; });
+      if (!oy)
+        continue;
+      Value logits = def<onnx::SigmoidOp>(s).getX();
+      if (auto t = def<onnx::TanhOp>(sx->second))
+        return replace(op, rewriter, ResidualKind::gru, oy->second,
+                       t.getInput(), logits);
+      return replace(op, rewriter, ResidualKind::highway, sx->second,
+                     oy->second, logits);
+    }
+    for (auto [x, term] : {std::pair(a, b), std::pair(b, a)}) {
+      // x + σ(g)⊙tanh(u): sigtanh. σ(g)⊙u + x is the output gate when g is
+      // computed from x, the input gate when g is computed from u.
+      if (auto sy = mulWith(term, isSigmoid)) {
+        Value g = def<onnx::SigmoidOp>(sy->first).getX();
+        Value u = sy->second;
+        if (auto t = def<onnx::TanhOp>(u))
+          return replace(op, rewriter, ResidualKind::sigtanh, x, t.getInput(),
+                         g);
+        if (gateSource(g) == u)
+          return replace(op, rewriter, ResidualKind::input, u, x, g);
+        return replace(op, rewriter, ResidualKind::output, x, u, g);
+      }
+      // x + tanh(α)⊙y, x + α⊙y (α scalar), x + γ⊙y (γ a [D] vector).
+      if (auto ty = mulWith(term, [](Value v) {
+            auto t = def<onnx::TanhOp>(v);
+            return t && isConstant(t.getInput()) &&
+                   onnx::getConstantAttr(t.getInput()).getNumElements() == 1;
+          }))
+        return replace(op, rewriter, ResidualKind::tanh_scalar, x, ty->second,
+                       def<onnx::TanhOp>(ty->first).getInput());
+      if (auto ay = mulWith(term, [](Value v) { return isConstant(v); })) {
+        int64_t n = onnx::getConstantAttr(ay->first).getNumElements();
+        auto xs = shapeOf(x);
+        if (n == 1)
+          return replace(op, rewriter, ResidualKind::rezero, x, ay->second,
+                         ay->first);
+        if (!xs.empty() && shapeOf(ay->first).size() == 1 && n == xs.back())
+          return replace(op, rewriter, ResidualKind::layerscale, x, ay->second,
+                         ay->first);
+      }
+    }
+    return failure();
+  }
+};
+
+struct RaiseResidualGatesPass
+    : gated::impl::RaiseResidualGatesBase<RaiseResidualGatesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ResidualPattern>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
