@@ -50,6 +50,10 @@ struct Expander {
   std::map<Key, const ::onnx::FunctionProto *> functions;
   std::string error;
   int depth = 0;
+  /// Nodes produced so far: a call tree can expand exponentially (F_n
+  /// calling F_{n-1} twice), so the total is bounded too.
+  int64_t produced = 0;
+  static constexpr int64_t kMaxNodes = 500'000;
 
   const ::onnx::FunctionProto *lookup(const ::onnx::NodeProto &n) {
     auto it = functions.find({n.domain(), n.op_type(), unknownString(n, 8)});
@@ -61,6 +65,11 @@ struct Expander {
                    google::protobuf::RepeatedPtrField<::onnx::NodeProto> &out) {
     for (const ::onnx::NodeProto &n : nodes) {
       const ::onnx::FunctionProto *f = lookup(n);
+      if (++produced > kMaxNodes) {
+        error = "expanding the model's functions gives more than 500000 "
+                "nodes";
+        return false;
+      }
       if (!f) {
         ::onnx::NodeProto *copy = out.Add();
         *copy = n;

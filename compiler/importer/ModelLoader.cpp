@@ -5,7 +5,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <algorithm>
 #include <fcntl.h>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace gatec::importer {
@@ -18,10 +20,35 @@ bool loadModel(llvm::StringRef path, ::onnx::ModelProto &model,
       error = "cannot read the model: " + buf.getError().message();
       return false;
     }
+    // libonnx's parser recurses once per nested brace: bound the depth so
+    // that a hostile file cannot overflow the stack.
+    int depth = 0, maxDepth = 0;
+    for (char c : (*buf)->getBuffer()) {
+      if (c == '{' || c == '[' || c == '(' || c == '<')
+        maxDepth = std::max(maxDepth, ++depth);
+      else if (c == '}' || c == ']' || c == ')' || c == '>')
+        --depth;
+    }
+    if (maxDepth > 200) {
+      error = "cannot parse the ONNX text format: nesting deeper than 200";
+      return false;
+    }
     // The text format of onnx/defs/parser.h (onnx.ai/onnx/repo-docs/Syntax).
-    ::onnx::Status st = ::onnx::OnnxParser::Parse(model, (*buf)->getBufferStart());
-    if (!st.IsOK()) {
-      error = "cannot parse the ONNX text format: " + st.ErrorMessage();
+    // The parser throws on malformed numbers (std::stoll and friends); this
+    // file is compiled with exceptions to turn those into messages.
+    try {
+      ::onnx::Status st =
+          ::onnx::OnnxParser::Parse(model, (*buf)->getBufferStart());
+      if (!st.IsOK()) {
+        error = "cannot parse the ONNX text format: " + st.ErrorMessage();
+        return false;
+      }
+    } catch (const std::exception &e) {
+      error = std::string("cannot parse the ONNX text format: invalid literal (") +
+              e.what() + ")";
+      return false;
+    } catch (...) {
+      error = "cannot parse the ONNX text format";
       return false;
     }
     return true;

@@ -708,7 +708,13 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext *ctx, StringRef path,
   importer::TensorImporter tensors(ctx, dir.str().str(),
                                    opts.inlineElementLimit);
   GraphImporter g(ctx, path, opset, tensors, nullptr);
-  return g.importMain(*model.mutable_graph());
+  // Diagnostics name the node; printing the op into each (also into the
+  // ones the importer checks and discards) would cost O(graph) per op.
+  bool printOp = ctx->shouldPrintOpOnDiagnostic();
+  ctx->printOpOnDiagnostic(false);
+  auto module = g.importMain(*model.mutable_graph());
+  ctx->printOpOnDiagnostic(printOp);
+  return module;
 }
 
 } // namespace gatec

@@ -90,12 +90,24 @@ size_t byteWidth(Type e) {
 bool typedFieldBytes(const TensorProto &t, Type e, int64_t n,
                      std::vector<char> &out, std::string &error) {
   size_t w = byteWidth(e);
-  out.resize(n * w);
   auto mismatch = [&](int64_t have) {
     error = "tensor '" + t.name() + "' has " + std::to_string(have) +
             " values for " + std::to_string(n) + " elements";
     return false;
   };
+  // Check the number of values before allocating anything.
+  int64_t have;
+  switch (t.data_type()) {
+  case TensorProto::FLOAT: have = t.float_data_size(); break;
+  case TensorProto::DOUBLE: have = t.double_data_size(); break;
+  case TensorProto::INT64: have = t.int64_data_size(); break;
+  case TensorProto::UINT32:
+  case TensorProto::UINT64: have = t.uint64_data_size(); break;
+  default: have = t.int32_data_size(); break;
+  }
+  if (have != n)
+    return mismatch(have);
+  out.resize(n * w);
   switch (t.data_type()) {
   case TensorProto::FLOAT:
     if (t.float_data_size() != n) return mismatch(t.float_data_size());

@@ -332,8 +332,14 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
     return {};
   if (!isa<NoneType>(getSteps().getType()) && !(steps = getConstantInts(getSteps())))
     return {};
+  if (ends->size() != starts->size() ||
+      (axes && axes->size() != starts->size()) ||
+      (steps && steps->size() != starts->size()))
+    return {};
   for (size_t i = 0; i < starts->size(); ++i) {
     int64_t ax = axes ? (*axes)[i] : i;
+    if (ax < -rank || ax >= rank)
+      return {};
     if (ax < 0) ax += rank;
     int64_t s = steps ? (*steps)[i] : 1;
     int64_t b = (*starts)[i], d = ds[ax];
@@ -371,7 +377,8 @@ BINARY_FOLD(AddOp, return x[0] + x[1], return (float)x[0] + (float)x[1])
 BINARY_FOLD(SubOp, return x[0] - x[1], return (float)x[0] - (float)x[1])
 BINARY_FOLD(MulOp, return x[0] * x[1], return (float)x[0] * (float)x[1])
 BINARY_FOLD(DivOp,
-            if (x[1] == 0) return std::nullopt;
+            if (x[1] == 0 || (x[1] == -1 && x[0] == INT64_MIN))
+              return std::nullopt;
             // ONNX integer Div truncates (C semantics).
             return x[0] / x[1],
             return (float)x[0] / (float)x[1])

@@ -99,6 +99,8 @@ LogicalResult checkSameElementType(Operation *op, ValueRange vs) {
 
 LogicalResult broadcastTo(Operation *op, ValueRange vs, Type elem, Types &r,
                           bool sameElem = true) {
+  if (vs.empty())
+    return op->emitOpError() << "needs at least one input";
   if (sameElem && failed(checkSameElementType(op, vs)))
     return failure();
   auto s = broadcast(op, vs);
@@ -180,8 +182,33 @@ int64_t sliceLen(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
+/// The largest static size gatec accepts for a dimension or a tensor.
+constexpr int64_t kMaxSize = int64_t(1) << 48;
+
+/// a·b for static dims; dynamic if either is; kMaxSize + 1 on overflow
+/// (rejected by validShape).
 int64_t mulDims(int64_t a, int64_t b) {
-  return a == kDyn || b == kDyn ? kDyn : a * b;
+  if (a == kDyn || b == kDyn)
+    return kDyn;
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxSize)
+    return kMaxSize + 1;
+  return r;
+}
+
+/// Static dims must be in [0, 2^48] and so must their product.
+LogicalResult validShape(Operation *op, ArrayRef<int64_t> shape) {
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d == kDyn)
+      continue;
+    if (d < 0)
+      return op->emitOpError() << "gives a negative dimension " << d;
+    total = mulDims(total, d);
+    if (d > kMaxSize || total > kMaxSize)
+      return op->emitOpError() << "gives a tensor larger than 2^48 elements";
+  }
+  return success();
 }
 int64_t divDims(int64_t a, int64_t b) {
   return a == kDyn || b == kDyn || b == 0 ? kDyn : a / b;
@@ -244,6 +271,8 @@ SOFTMAX_LIKE(LogSoftmaxOp)
 
 #define BROADCAST_SAME(OP)                                                     \
   LogicalResult OP::inferResultTypes(Types &r) {                               \
+    if (getOperation()->getNumOperands() == 0)                                 \
+      return emitOpError() << "needs at least one input";                     \
     return broadcastTo(getOperation(), getOperation()->getOperands(),          \
                        elemOf(getOperand(0)), r);                              \
   }
@@ -447,14 +476,16 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
     int64_t total = 1, known = 1;
     bool allKnown = true;
     for (int64_t d : *in)
-      total *= d;
+      total = mulDims(total, d);
     for (size_t i = 0; i < out.size(); ++i)
       if ((int64_t)i != inferIdx) {
         if (out[i] == kDyn)
           allKnown = false;
         else
-          known *= out[i];
+          known = mulDims(known, out[i]);
       }
+    if (total > kMaxSize || known > kMaxSize)
+      return emitOpError() << "shape sizes overflow";
     if (allKnown) {
       if (inferIdx >= 0) {
         if (known == 0 || total % known)
@@ -483,7 +514,7 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
         if (ok)
           matched[i] = true;
       } else if (d.value) {
-        known *= *d.value;
+        known = mulDims(known, *d.value);
       } else if (d.src) {
         bool found = false;
         for (size_t k = 0; k < in->size() && !found; ++k)
@@ -499,11 +530,17 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
       if ((*in)[k] == kDyn)
         ok = matched[k];
       else
-        total *= (*in)[k];
+        total = mulDims(total, (*in)[k]);
     }
-    if (ok && known > 0 && total % known == 0)
+    if (ok && known > 0 && known <= kMaxSize && total <= kMaxSize &&
+        total % known == 0)
       out[inferIdx] = total / known;
   }
+  if (auto t = dyn_cast<RankedTensorType>(getShape().getType());
+      t && t.getRank() != 1)
+    return emitOpError() << "shape must be 1-D";
+  if (failed(validShape(*this, out)))
+    return failure();
   r.push_back(RankedTensorType::get(out, e));
   return success();
 }
@@ -524,6 +561,8 @@ LogicalResult FlattenOp::inferResultTypes(Types &r) {
   int64_t a = 1, b = 1;
   for (int64_t i = 0; i < (int64_t)s->size(); ++i)
     (i < *axis ? a : b) = mulDims(i < *axis ? a : b, (*s)[i]);
+  if (failed(validShape(*this, {a, b})))
+    return failure();
   r.push_back(RankedTensorType::get({a, b}, e));
   return success();
 }
@@ -642,6 +681,8 @@ LogicalResult SplitOp::inferResultTypes(Types &r) {
   auto s = shapeOf(getInput());
   Type e = elemOf(getInput());
   int64_t n = getNumResults();
+  if (n == 0)
+    return emitOpError() << "needs at least one output";
   if (!s) {
     r.assign(n, UnrankedTensorType::get(e));
     return success();
@@ -705,6 +746,11 @@ LogicalResult SliceOp::inferResultTypes(Types &r) {
     return success();
   }
   int64_t n = starts ? starts->size() : (ends ? ends->size() : -1);
+  if (starts && ends && starts->size() != ends->size())
+    return emitOpError() << "starts and ends differ in length";
+  if (n >= 0 && ((axes && (int64_t)axes->size() != n) ||
+                 (steps && (int64_t)steps->size() != n)))
+    return emitOpError() << "starts, ends, axes and steps differ in length";
   if (!axes) {
     if (n < 0) {
       r.push_back(RankedTensorType::get(Shape(rank, kDyn), e));
@@ -798,6 +844,8 @@ LogicalResult ExpandOp::inferResultTypes(Types &r) {
       return emitOpError() << "cannot expand dimension " << a[i] << " to "
                            << b[i];
   }
+  if (failed(validShape(*this, out)))
+    return failure();
   r.push_back(RankedTensorType::get(out, e));
   return success();
 }
@@ -815,9 +863,14 @@ LogicalResult TileOp::inferResultTypes(Types &r) {
     if (reps->size() != s->size())
       return emitOpError() << "repeats has " << reps->size()
                            << " entries for rank " << s->size();
-    for (size_t i = 0; i < s->size(); ++i)
+    for (size_t i = 0; i < s->size(); ++i) {
+      if ((*reps)[i] < 0)
+        return emitOpError() << "repeats must be >= 0";
       out[i] = mulDims((*s)[i], (*reps)[i]);
+    }
   }
+  if (failed(validShape(*this, out)))
+    return failure();
   r.push_back(RankedTensorType::get(out, e));
   return success();
 }
@@ -828,6 +881,8 @@ LogicalResult ConstantOfShapeOp::inferResultTypes(Types &r) {
   if (getValue() && getValue()->getNumElements() != 1)
     return emitOpError() << "'value' must hold exactly one element";
   auto target = getPartialInts(getInput());
+  if (target && failed(validShape(*this, fromPartial(*target))))
+    return failure();
   r.push_back(target ? RankedTensorType::get(fromPartial(*target), e)
                      : (Type)UnrankedTensorType::get(e));
   return success();
@@ -843,8 +898,12 @@ LogicalResult RangeOp::inferResultTypes(Types &r) {
   int64_t n = kDyn;
   auto s = getConstantDoubles(getStart()), l = getConstantDoubles(getLimit()),
        d = getConstantDoubles(getDelta());
-  if (s && l && d && (*d)[0] != 0)
-    n = std::max<int64_t>(0, (int64_t)std::ceil(((*l)[0] - (*s)[0]) / (*d)[0]));
+  if (s && l && d && (*d)[0] != 0) {
+    double len = std::ceil(((*l)[0] - (*s)[0]) / (*d)[0]);
+    if (!(len < (double)kMaxSize))
+      return emitOpError() << "gives more than 2^48 elements";
+    n = std::max<int64_t>(0, (int64_t)len);
+  }
   r.push_back(RankedTensorType::get({n}, e));
   return success();
 }
@@ -1028,6 +1087,8 @@ LogicalResult ScanOp::inferResultTypes(Types &r) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EinsumOp::inferResultTypes(Types &r) {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
   Type e = elemOf(getInputs()[0]);
   std::string eq;
   for (char c : getEquation().str())

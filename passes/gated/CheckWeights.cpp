@@ -4,6 +4,7 @@
 #include "compiler/support/Diagnostics.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -34,8 +35,10 @@ void initializersIn(Location loc, llvm::SetVector<StringRef> &names) {
   }
 }
 
-/// Every initializer whose value reaches a result of @main_graph, with the
-/// first op found using it.
+/// Every floating-point initializer (a weight, as opposed to the integer
+/// shape, axes and index tensors that layout rewrites legitimately replace)
+/// whose value reaches a result of @main_graph, with the first op found
+/// using it.
 llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
   llvm::MapVector<StringRef, Operation *> out;
   llvm::SetVector<Operation *> live;
@@ -58,6 +61,10 @@ llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
   for (Operation *op : live) {
     llvm::SetVector<StringRef> names;
     initializersIn(op->getLoc(), names);
+    if (op->getNumResults() == 1 &&
+        isa<IntegerType>(getElementTypeOrSelf(op->getResult(0).getType())) &&
+        op->getName().getStringRef() == "onnx.Constant")
+      continue;
     for (StringRef n : names) {
       // The user that reads it, rather than the constant itself.
       Operation *user = op;

@@ -3,6 +3,7 @@
 #include "passes/gated/Passes.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "dialects/onnx/ConstantValues.h"
 #include "mlir/IR/Verifier.h"
 #include <cmath>
 
@@ -20,12 +21,61 @@ bool near(std::optional<double> v, double want, double tol = 1e-5) {
   return v && std::fabs(*v - want) <= tol * std::max(1.0, std::fabs(want));
 }
 
-/// x·W with W a constant 2-D matrix.
-onnx::MatMulOp projection(Value v) {
+/// x·W with W a constant 2-D matrix, or columns [start, end) of such a
+/// product (the fused [W|V] projection that torch.chunk splits).
+struct Proj {
+  mutable onnx::MatMulOp mm;
+  int64_t start = -1, end = -1;
+  explicit operator bool() const { return (bool)mm; }
+  Value x() const { return mm.getA(); }
+  int64_t cols() const {
+    return start >= 0 ? end - start : shapeOf(mm.getB())[1];
+  }
+  /// The weight, sliced at compile time when this is a column range.
+  Value weight(PatternRewriter &rewriter, Location loc) const {
+    if (start < 0)
+      return mm.getB();
+    auto i64 = [&](int64_t v) -> Value {
+      auto t = RankedTensorType::get({1}, rewriter.getI64Type());
+      return onnx::ConstantOp::create(rewriter, loc,
+                                      DenseIntElementsAttr::get(t, {v}));
+    };
+    Value none = onnx::NoValueOp::create(rewriter, loc);
+    return createOnnx(rewriter, loc, "Slice",
+                      {mm.getB(), i64(start), i64(end), i64(1), none});
+  }
+};
+
+Proj projection(Value v) {
+  Proj p;
+  if (auto sl = def<onnx::SliceOp>(v)) {
+    auto starts = onnx::getConstantInts(sl.getStarts());
+    auto ends = onnx::getConstantInts(sl.getEnds());
+    auto axes = onnx::getConstantInts(sl.getAxes());
+    int64_t rank = shapeOf(v).size();
+    bool unitSteps = isa<NoneType>(sl.getSteps().getType());
+    if (!unitSteps)
+      if (auto st = onnx::getConstantInts(sl.getSteps()))
+        unitSteps = st->size() == 1 && (*st)[0] == 1;
+    if (!starts || !ends || !axes || starts->size() != 1 ||
+        ends->size() != 1 || axes->size() != 1 || !unitSteps ||
+        ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+      return p;
+    Proj inner = projection(sl.getData());
+    if (!inner || inner.start >= 0)
+      return p;
+    int64_t n = shapeOf(inner.mm.getB())[1];
+    int64_t a = (*starts)[0], b = std::min((*ends)[0], n);
+    if (a < 0 || a >= b || n == ShapedType::kDynamic)
+      return p;
+    inner.start = a, inner.end = b;
+    return inner;
+  }
   auto mm = def<onnx::MatMulOp>(v);
   if (!mm || !isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
-    return {};
-  return mm;
+    return p;
+  p.mm = mm;
+  return p;
 }
 
 /// 1 + erf(p/√2) (Div by √2 or Mul by 1/√2): returns p.
@@ -126,7 +176,7 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
     SmallVector<Value> factors;
     collectFactors(op.getResult(), factors);
     std::optional<gated::GluActivation> act;
-    onnx::MatMulOp w, v;
+    Proj w, v;
 
     auto others = [&](ArrayRef<Value> used) {
       SmallVector<Value> rest;
@@ -200,15 +250,17 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
       w = projection(factors[0]), v = projection(factors[1]);
       act = gated::GluActivation::identity;
     }
-    if (!act || w.getA() != v.getA() ||
-        w.getB().getType() != v.getB().getType())
+    if (!act || w.x() != v.x() || w.cols() != v.cols() ||
+        w.mm.getB().getType() != v.mm.getB().getType() &&
+            w.start < 0 && v.start < 0)
       return failure();
 
     SmallVector<Operation *> matched;
-    collectMatched(op.getResult(), {w.getA(), w.getB(), v.getB()}, matched);
-    auto glu = gated::GluOp::create(rewriter, fuseLocs(getContext(), matched),
-                                    op.getType(), w.getA(), w.getB(), v.getB(),
-                                    *act);
+    collectMatched(op.getResult(), {w.x(), w.mm.getB(), v.mm.getB()}, matched);
+    Location loc = fuseLocs(getContext(), matched);
+    auto glu = gated::GluOp::create(rewriter, loc, op.getType(), w.x(),
+                                    w.weight(rewriter, loc),
+                                    v.weight(rewriter, loc), *act);
     if (failed(mlir::verify(glu, /*verifyRecursively=*/false))) {
       rewriter.eraseOp(glu);
       return failure();
