@@ -161,7 +161,9 @@ struct LayerNormalizationOp : OpRewritePattern<onnx::LayerNormalizationOp> {
 
 /// (x − mean(x)) / sqrt(mean((x − mean(x))²) + eps) · w [+ b].
 struct DecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  // Tried before DecomposedRMSNorm, which would see the centred x.
+  DecomposedLayerNorm(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(onnx::MulOp op,
                                 PatternRewriter &rewriter) const override {
     for (auto [n, w] : {std::pair(op.getA(), op.getB()),

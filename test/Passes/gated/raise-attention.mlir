@@ -1,0 +1,61 @@
+// RUN: gatec-opt %s --raise-attention -split-input-file | FileCheck %s
+
+// softmax(QKᵀ / √d + causal) V with a constant causal mask -> causal flag;
+// then the G1 gate y ⊙ σ(g) in the [B, T, H, D] layout.
+// CHECK-LABEL: func.func @causal_g1
+// CHECK: %[[G:.*]] = "onnx.Transpose"(%{{.*}}) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x3x2x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 gate(%[[G]] : tensor<1x2x3x4xf32>, sigmoid, elementwise, multiply) {causal, scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.Softmax
+// CHECK-NOT: onnx.Sigmoid
+func.func @causal_g1(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %g: tensor<1x3x8xf32>) -> tensor<1x3x2x4xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %mask = onnx.Constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %shape = onnx.Constant dense<[1, 3, 2, 4]> : tensor<4xi64>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %sc = "onnx.Div"(%s, %two) : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = "onnx.Where"(%mask, %ninf, %sc) : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %yt = "onnx.Transpose"(%y) {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %sgr = "onnx.Reshape"(%sg, %shape) : (tensor<1x3x8xf32>, tensor<4xi64>) -> tensor<1x3x2x4xf32>
+  %o = "onnx.Mul"(%yt, %sgr) : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+  return %o : tensor<1x3x2x4xf32>
+}
+
+// -----
+
+// A boolean mask that is not causal stays a mask (true = attend, so the
+// masked_fill condition is negated); no scale means scale 1.
+// CHECK-LABEL: func.func @other_mask
+// CHECK: %[[N:.*]] = "onnx.Not"(%arg3)
+// CHECK: gated.attention %arg0, %arg1, %arg2 mask(%[[N]] : tensor<3x3xi1>) {scale = 1.000000e+00 : f32}
+func.func @other_mask(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %mask: tensor<3x3xi1>) -> tensor<1x2x3x4xf32> {
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %m = "onnx.Where"(%mask, %ninf, %s) : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Not attention: the softmax is over the query axis; the masked value is
+// not -inf (a soft bias of -5 changes the result): both stay.
+// CHECK-LABEL: func.func @negative
+// CHECK-NOT: gated.attention
+func.func @negative(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %mask: tensor<3x3xi1>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %five = onnx.Constant dense<-5.0> : tensor<f32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = "onnx.Softmax"(%s) {axis = 2 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %m = "onnx.Where"(%mask, %five, %s) : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y2 = "onnx.MatMul"(%p2, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y, %y2 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}

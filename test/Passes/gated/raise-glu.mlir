@@ -1,0 +1,76 @@
+// RUN: gatec-opt %s --raise-glu -split-input-file | FileCheck %s
+
+// SwiGLU as torch exports SiLU: (a · Sigmoid(a)) · (x·V), a = x·W.
+// CHECK-LABEL: func.func @swiglu
+// CHECK: %[[G:.*]] = gated.glu silu %arg0, %{{.*}}, %{{.*}} : tensor<2x16xf32>, tensor<16x24xf32>, tensor<16x24xf32> -> tensor<2x24xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @swiglu(%x: tensor<2x16xf32>) -> tensor<2x24xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %v = onnx.Constant dense<0.2> : tensor<16x24xf32>
+  %a = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %b = "onnx.MatMul"(%x, %v) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %s = "onnx.Sigmoid"(%a) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %silu = "onnx.Mul"(%a, %s) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y = "onnx.Mul"(%silu, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y : tensor<2x24xf32>
+}
+
+// -----
+
+// GEGLU with the erf GELU decomposed: 0.5 · a · (1 + erf(a / √2)) · (x·V).
+// CHECK-LABEL: func.func @geglu
+// CHECK: gated.glu gelu %arg0
+// CHECK-NOT: onnx.Erf
+func.func @geglu(%x: tensor<2x16xf32>) -> tensor<2x24xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %v = onnx.Constant dense<0.2> : tensor<16x24xf32>
+  %sqrt2 = onnx.Constant dense<1.41421354> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %a = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %b = "onnx.MatMul"(%x, %v) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %d = "onnx.Div"(%a, %sqrt2) : (tensor<2x24xf32>, tensor<f32>) -> tensor<2x24xf32>
+  %e = "onnx.Erf"(%d) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %p = "onnx.Add"(%e, %one) : (tensor<2x24xf32>, tensor<f32>) -> tensor<2x24xf32>
+  %m = "onnx.Mul"(%a, %p) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %g = "onnx.Mul"(%m, %half) : (tensor<2x24xf32>, tensor<f32>) -> tensor<2x24xf32>
+  %y = "onnx.Mul"(%g, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y : tensor<2x24xf32>
+}
+
+// -----
+
+// GLU, ReGLU and bilinear.
+// CHECK-LABEL: func.func @family
+// CHECK: gated.glu sigmoid
+// CHECK: gated.glu relu
+// CHECK: gated.glu identity
+func.func @family(%x: tensor<2x16xf32>) -> (tensor<2x24xf32>, tensor<2x24xf32>, tensor<2x24xf32>) {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %v = onnx.Constant dense<0.2> : tensor<16x24xf32>
+  %a = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %b = "onnx.MatMul"(%x, %v) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %s = "onnx.Sigmoid"(%a) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y0 = "onnx.Mul"(%s, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %r = "onnx.Relu"(%a) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y1 = "onnx.Mul"(%b, %r) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y2 = "onnx.Mul"(%a, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y0, %y1, %y2 : tensor<2x24xf32>, tensor<2x24xf32>, tensor<2x24xf32>
+}
+
+// -----
+
+// Not a GLU: the two projections read different inputs; the weight is
+// not a constant.
+// CHECK-LABEL: func.func @negative
+// CHECK-NOT: gated.glu
+func.func @negative(%x: tensor<2x16xf32>, %z: tensor<2x16xf32>, %wv: tensor<16x24xf32>) -> (tensor<2x24xf32>, tensor<2x24xf32>) {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %a = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %b = "onnx.MatMul"(%z, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %s = "onnx.Sigmoid"(%a) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y0 = "onnx.Mul"(%s, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %c = "onnx.MatMul"(%x, %wv) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %y1 = "onnx.Mul"(%s, %c) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y0, %y1 : tensor<2x24xf32>, tensor<2x24xf32>
+}

@@ -1,0 +1,92 @@
+// RUN: gatec-opt %s --raise-norms -split-input-file | FileCheck %s
+
+// RMSNorm as torch exports it: x · 1/sqrt(mean(x²) + eps) · w.
+// CHECK-LABEL: func.func @rms
+// CHECK: %[[N:.*]] = gated.rms_norm %arg0, %{{.*}} {epsilon = 9.99999997E-7 : f32} : tensor<2x8x16xf32>, tensor<16xf32>
+// CHECK-NEXT: return %[[N]]
+func.func @rms(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<2x8x16xf32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<2x8x16xf32>, tensor<1xi64>) -> tensor<2x8x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %r = "onnx.Div"(%one, %s) : (tensor<f32>, tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %n = "onnx.Mul"(%x, %r) : (tensor<2x8x16xf32>, tensor<2x8x1xf32>) -> tensor<2x8x16xf32>
+  %y = "onnx.Mul"(%w, %n) : (tensor<16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// The dynamo form (Reciprocal) and ONNX RMSNormalization-23.
+// CHECK-LABEL: func.func @rms_reciprocal
+// CHECK: gated.rms_norm %arg0, %{{.*}} {epsilon = 9.99999974E-6 : f32}
+// CHECK: gated.rms_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f32}
+func.func @rms_reciprocal(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %ax = onnx.Constant dense<1> : tensor<1xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<4x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = "onnx.Mul"(%x, %r) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %y = "onnx.Mul"(%n, %w) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %z = "onnx.RMSNormalization"(%y, %w) {epsilon = 1.0e-3 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}
+
+// -----
+
+// Not an RMSNorm: the mean is over the wrong axis, and an epsilon that is
+// not a constant cannot be read: both stay as they are.
+// CHECK-LABEL: func.func @negative
+// CHECK-NOT: gated.rms_norm
+func.func @negative(%x: tensor<4x16xf32>, %eps: tensor<f32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %c = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<-1> : tensor<1xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %m0 = "onnx.ReduceMean"(%sq, %ax0) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<1x16xf32>
+  %a0 = "onnx.Add"(%m0, %c) : (tensor<1x16xf32>, tensor<f32>) -> tensor<1x16xf32>
+  %s0 = "onnx.Sqrt"(%a0) : (tensor<1x16xf32>) -> tensor<1x16xf32>
+  %n0 = "onnx.Div"(%x, %s0) : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  %y0 = "onnx.Mul"(%n0, %w) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %m1 = "onnx.ReduceMean"(%sq, %ax1) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<4x1xf32>
+  %a1 = "onnx.Add"(%m1, %eps) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s1 = "onnx.Sqrt"(%a1) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n1 = "onnx.Div"(%x, %s1) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %y1 = "onnx.Mul"(%n1, %w) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %y0, %y1 : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Decomposed LayerNorm with bias, epsilon 1.0 read from the graph.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: gated.layer_norm %arg0, %{{.*}}, %{{.*}} : tensor<16xf32> {epsilon = 1.000000e+00 : f32}
+func.func @layer_norm(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %b = onnx.Constant dense<0.25> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %mean = "onnx.ReduceMean"(%x, %ax) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<4x1xf32>
+  %d = "onnx.Sub"(%x, %mean) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %sq = "onnx.Pow"(%d, %two) : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %var = "onnx.ReduceMean"(%sq, %ax) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<4x1xf32>
+  %a = "onnx.Add"(%var, %eps) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = "onnx.Div"(%d, %s) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %y = "onnx.Mul"(%n, %w) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %z = "onnx.Add"(%y, %b) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}
