@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/support/Diagnostics.h"
+#include "compiler/GateReport.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
 #include "passes/gated/Passes.h"
@@ -56,6 +57,11 @@ static cl::opt<std::string> emit(
     cl::desc("What to write: mlir (the IR of the last phase, default) or "
              "none (run and verify the phases, write nothing)"),
     cl::init("mlir"), cl::cat(gatecCat));
+static cl::opt<std::string> report(
+    "report",
+    cl::desc("Print a report instead of the IR (unless -o is given): gates "
+             "(every gate found, after the gated phase)"),
+    cl::value_desc("gates"), cl::cat(gatecCat));
 static cl::opt<bool> checkWeights(
     "check-weights",
     cl::desc("After every phase, check that each initializer that fed an "
@@ -109,6 +115,12 @@ int main(int argc, char **argv) {
   }
   const auto &phases = gatec::getPhases();
   int last = phases.size() - 1;
+  if (!report.empty() && report != "gates") {
+    llvm::errs() << "gatec: unknown --report=" << report << " (gates)\n";
+    return 1;
+  }
+  if (report == "gates" && compileTo.empty())
+    last = gatec::findPhase("gated");
   if (!compileTo.empty() && (last = gatec::findPhase(compileTo)) < 0) {
     llvm::errs() << "gatec: unknown phase '" << compileTo
                  << "' for --compile-to (phases: " << phaseList() << ")\n";
@@ -186,6 +198,11 @@ int main(int argc, char **argv) {
   }
   if (failed(verify(*module)))
     return 1;
+  if (report == "gates") {
+    gatec::printGateReport(*module, llvm::outs());
+    if (outputFile == "-")
+      return 0;
+  }
   if (emit == "none")
     return 0;
   bool toTerminal = outputFile == "-";

@@ -1,0 +1,223 @@
+//===- GateReport.cpp - the list of gates a model has ---------------------===//
+#include "compiler/GateReport.h"
+
+#include "compiler/support/Diagnostics.h"
+#include "dialects/gated/GatedDialect.h"
+#include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/OnnxDialect.h"
+#include "llvm/Support/Format.h"
+#include <cmath>
+
+using namespace mlir;
+
+namespace gatec {
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// Where the gate's logits come from: a projection x·W (+ b).
+struct Source {
+  int64_t inFeatures = kDyn; // W's rows (d)
+  mutable onnx::ConstantOp bias; // b, if added or subtracted
+  bool biasSubtracted = false;
+};
+
+/// Walks back from gate logits through layout ops and a bias to the
+/// projection (a MatMul with a constant weight).
+Source sourceOf(Value v) {
+  Source s;
+  for (int step = 0; step < 12 && v; ++step) {
+    Operation *d = v.getDefiningOp();
+    if (!d)
+      break;
+    if (auto mm = dyn_cast<onnx::MatMulOp>(d)) {
+      if (auto t = dyn_cast<RankedTensorType>(mm.getB().getType());
+          t && t.getRank() == 2 && onnx::getConstantAttr(mm.getB()))
+        s.inFeatures = t.getDimSize(0);
+      break;
+    }
+    if (isa<onnx::AddOp, onnx::SubOp>(d)) {
+      Value a = d->getOperand(0), b = d->getOperand(1);
+      // W·y + U·x: the gate reads two projections (GRU-type gates).
+      auto mmA = a.getDefiningOp<onnx::MatMulOp>();
+      auto mmB = b.getDefiningOp<onnx::MatMulOp>();
+      if (mmA && mmB && isa<onnx::AddOp>(d)) {
+        Source sa = sourceOf(a), sb = sourceOf(b);
+        if (sa.inFeatures != kDyn && sb.inFeatures != kDyn)
+          s.inFeatures = sa.inFeatures + sb.inFeatures;
+        break;
+      }
+      if (auto c = b.getDefiningOp<onnx::ConstantOp>()) {
+        s.bias = c, s.biasSubtracted = isa<onnx::SubOp>(d);
+        v = a;
+        continue;
+      }
+      if (auto c = a.getDefiningOp<onnx::ConstantOp>(); c && isa<onnx::AddOp>(d)) {
+        s.bias = c;
+        v = b;
+        continue;
+      }
+      break;
+    }
+    if (isa<onnx::ReshapeOp, onnx::TransposeOp, onnx::SliceOp, onnx::SplitOp,
+            onnx::SqueezeOp, onnx::UnsqueezeOp>(d)) {
+      v = d->getOperand(0);
+      continue;
+    }
+    break;
+  }
+  return s;
+}
+
+/// Gate values per token: the product of the dims after batch and
+/// sequence ([B, H, T, X] for G1: H·X).
+int64_t widthPerToken(Value gate, bool g1) {
+  auto t = dyn_cast<RankedTensorType>(gate.getType());
+  if (!t)
+    return kDyn;
+  auto shape = t.getShape();
+  int64_t w = 1;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    bool tokenDim = g1 ? (i == 0 || i == 2) : (t.getRank() >= 3 ? i < 2 : i < 1);
+    if (tokenDim)
+      continue;
+    if (shape[i] == kDyn)
+      return kDyn;
+    w *= shape[i];
+  }
+  return w;
+}
+
+std::string summarize(onnx::ConstantOp c, bool tanhOf = false) {
+  auto vals = onnx::getConstantDoubles(c.getResult());
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (!vals || vals->empty()) {
+    os << c.getValue().getNumElements() << " values";
+    return out;
+  }
+  auto show = [&](double x) { os << llvm::format("%.4g", x); };
+  if (vals->size() == 1) {
+    show((*vals)[0]);
+    if (tanhOf) {
+      os << " (tanh = ";
+      show(std::tanh((*vals)[0]));
+      os << ")";
+    }
+    return out;
+  }
+  double mn = (*vals)[0], mx = mn, sum = 0;
+  for (double x : *vals)
+    mn = std::min(mn, x), mx = std::max(mx, x), sum += x;
+  os << vals->size() << " values, mean ";
+  show(sum / vals->size());
+  os << " [";
+  show(mn);
+  os << ", ";
+  show(mx);
+  os << "]";
+  return out;
+}
+
+struct Row {
+  std::string where, placement, granularity, activation, params, value;
+};
+
+std::string paramText(const Source &s, int64_t width) {
+  if (s.inFeatures == kDyn || width == kDyn)
+    return "?";
+  int64_t n = s.inFeatures * width;
+  int64_t b = s.bias ? s.bias.getValue().getNumElements() : 0;
+  std::string out = std::to_string(n + b);
+  if (b)
+    out += " (" + std::to_string(n) + " + " + std::to_string(b) + " bias)";
+  return out;
+}
+
+std::string biasText(const Source &s) {
+  if (!s.bias)
+    return "no bias";
+  return std::string(s.biasSubtracted ? "b_g (subtracted): " : "bias: ") +
+         summarize(s.bias);
+}
+} // namespace
+
+void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
+  SmallVector<Row> rows;
+  module.walk([&](Operation *op) {
+    Row r;
+    r.where = describeLocation(op->getLoc());
+    if (auto a = dyn_cast<gated::AttentionOp>(op)) {
+      if (!a.getGate())
+        return;
+      Source s = sourceOf(a.getGate());
+      r.placement = "G1 (attention output)";
+      r.granularity = gated::stringifyGateGranularity(*a.getGateGranularity()).str();
+      r.activation = gated::stringifyGateActivation(*a.getGateActivation()).str();
+      if (*a.getGateMode() == gated::GateMode::add)
+        r.activation += ", additive";
+      r.params = paramText(s, widthPerToken(a.getGate(), true));
+      r.value = biasText(s);
+    } else if (auto g = dyn_cast<gated::GateOp>(op)) {
+      static const char *what[] = {"", "", "value", "key", "query", "dense output"};
+      Source s = sourceOf(g.getGate());
+      r.placement = gated::stringifyGatePlacement(g.getPlacement()).str() +
+                    " (" + what[(int)g.getPlacement()] + ")";
+      auto gt = dyn_cast<RankedTensorType>(g.getGate().getType());
+      auto xt = dyn_cast<RankedTensorType>(g.getX().getType());
+      r.granularity = gt && xt && gt.getShape() == xt.getShape()
+                          ? "elementwise" : "headwise";
+      r.activation = gated::stringifyGateActivation(g.getActivation()).str();
+      r.params = paramText(s, widthPerToken(g.getGate(), false));
+      r.value = biasText(s);
+    } else if (auto glu = dyn_cast<gated::GluOp>(op)) {
+      static const char *names[] = {"GLU", "bilinear", "ReGLU", "GEGLU",
+                                    "GEGLU (tanh)", "SwiGLU"};
+      auto w = dyn_cast<RankedTensorType>(glu.getW().getType());
+      r.placement = std::string("FFN (") + names[(int)glu.getActivation()] + ")";
+      r.granularity = "elementwise (per channel)";
+      r.activation = gated::stringifyGluActivation(glu.getActivation()).str();
+      r.params = w && w.hasStaticShape()
+                     ? std::to_string(w.getNumElements()) + " (gate branch W)"
+                     : "?";
+      r.value = "no bias";
+    } else if (auto res = dyn_cast<gated::ResidualOp>(op)) {
+      gated::ResidualKind k = res.getKind();
+      if (k == gated::ResidualKind::add)
+        return;
+      r.placement = "residual (" + gated::stringifyResidualKind(k).str() + ")";
+      auto c = res.getGate() ? res.getGate().getDefiningOp<onnx::ConstantOp>()
+                             : onnx::ConstantOp();
+      switch (k) {
+      case gated::ResidualKind::tanh_scalar:
+      case gated::ResidualKind::rezero:
+      case gated::ResidualKind::layerscale:
+        r.granularity = k == gated::ResidualKind::layerscale ? "per channel"
+                                                             : "scalar";
+        r.activation = k == gated::ResidualKind::tanh_scalar ? "tanh" : "none";
+        r.params = c ? std::to_string(c.getValue().getNumElements()) : "?";
+        r.value = c ? "value: " + summarize(c, k == gated::ResidualKind::tanh_scalar)
+                    : "computed";
+        break;
+      default: {
+        Source s = sourceOf(res.getGate());
+        r.granularity = "elementwise";
+        r.activation = "sigmoid";
+        r.params = paramText(s, widthPerToken(res.getGate(), false));
+        r.value = biasText(s);
+      }
+      }
+    } else {
+      return;
+    }
+    rows.push_back(r);
+  });
+  os << "gates: " << rows.size() << "\n";
+  int i = 0;
+  for (const Row &r : rows) {
+    os << llvm::format("%3d  ", ++i) << r.placement << " | " << r.granularity
+       << " | " << r.activation << " | params " << r.params << " | "
+       << r.value << "\n     at " << r.where << "\n";
+  }
+}
+
+} // namespace gatec
