@@ -1,0 +1,99 @@
+"""Reference semantics of the gated dialect, in numpy (float64).
+
+One function per gated op, written from the op descriptions in
+dialects/gated/GatedOps.td (not from gatec's code), so that tests can check
+the seeds' worked examples against the documented maths now and the
+compiled ops against it once they run.
+"""
+import numpy as np
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+GATE_ACT = {
+    "sigmoid": sigmoid,
+    "ns_sigmoid": lambda z: 0.5 + 0.5 * sigmoid(z),
+    "silu": lambda z: z * sigmoid(z),
+}
+
+
+def _erf(x):
+    from math import erf
+    return np.vectorize(erf)(x)
+
+
+GLU_ACT = {
+    "sigmoid": sigmoid,
+    "identity": lambda z: z,
+    "relu": lambda z: np.maximum(z, 0.0),
+    "gelu": lambda z: 0.5 * z * (1.0 + _erf(z / np.sqrt(2.0))),
+    "gelu_tanh": lambda z: 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z ** 3))),
+    "silu": lambda z: z * sigmoid(z),
+}
+
+
+def attention(q, k, v, scale, causal=False, mask=None, gate=None,
+              gate_activation="sigmoid", gate_mode="multiply"):
+    """gated.attention: q [B,Hq,T,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv]."""
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    k = np.repeat(k, rep, axis=1)  # query head h reads KV head h // rep
+    v = np.repeat(v, rep, axis=1)
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    T, S = s.shape[-2:]
+    if causal:
+        s = np.where(np.arange(S)[None, :] > np.arange(T)[:, None], -np.inf, s)
+    if mask is not None:
+        mask = np.asarray(mask)
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    m = np.max(s, axis=-1, keepdims=True)
+    e = np.where(np.isneginf(s), 0.0, np.exp(s - np.where(np.isneginf(m), 0.0, m)))
+    z = e.sum(axis=-1, keepdims=True)
+    p = np.where(z > 0, e / np.where(z > 0, z, 1.0), 0.0)  # fully masked row -> 0
+    y = p @ v
+    if gate is not None:
+        a = GATE_ACT[gate_activation](np.asarray(gate, np.float64))
+        y = y * a if gate_mode == "multiply" else y + a
+    return y
+
+
+def gate(x, g, activation="sigmoid", mode="multiply"):
+    a = GATE_ACT[activation](np.asarray(g, np.float64))
+    return x * a if mode == "multiply" else x + a
+
+
+def glu(x, w, v, activation):
+    x = np.asarray(x, np.float64)
+    return GLU_ACT[activation](x @ np.asarray(w)) * (x @ np.asarray(v))
+
+
+def residual(kind, x, y, g=None):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    g = None if g is None else np.asarray(g, np.float64)
+    return {
+        "add": lambda: x + y,
+        "input": lambda: sigmoid(g) * x + y,
+        "output": lambda: x + sigmoid(g) * y,
+        "highway": lambda: sigmoid(g) * x + (1 - sigmoid(g)) * y,
+        "sigtanh": lambda: x + sigmoid(g) * np.tanh(y),
+        "gru": lambda: (1 - sigmoid(g)) * x + sigmoid(g) * np.tanh(y),
+        "tanh_scalar": lambda: x + np.tanh(g) * y,
+        "rezero": lambda: x + g * y,
+        "layerscale": lambda: x + g * y,
+    }[kind]()
+
+
+def rms_norm(x, w, epsilon, unit_offset=False):
+    x = np.asarray(x, np.float64)
+    n = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + epsilon)
+    return n * (1 + np.asarray(w) if unit_offset else np.asarray(w))
+
+
+def layer_norm(x, w, b, epsilon):
+    x = np.asarray(x, np.float64)
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + epsilon) * w
+    return y if b is None else y + b
