@@ -355,23 +355,60 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
       if (!op->getResult(i).use_empty())
         return failure();
     auto qs = shapeOf(op.getQ());
-    if (qs.size() != 4 || qs[3] == kDyn)
-      return failure(); // 3-D inputs: TODO reshape to 4-D
+    auto ks = shapeOf(op.getK()), vs = shapeOf(op.getV());
+    Value q = op.getQ(), k = op.getK(), v = op.getV();
+    Location loc = op.getLoc();
+    int64_t d, hq = 0, dv = 0;
+    bool packed = qs.size() == 3;
+    if (packed) {
+      // [B, S, H·D]: split the heads, as the op does internally.
+      if (!op.getQNumHeads() || !op.getKvNumHeads() || ks.size() != 3 ||
+          vs.size() != 3 || qs[2] == kDyn || ks[2] == kDyn || vs[2] == kDyn)
+        return failure();
+      hq = *op.getQNumHeads();
+      int64_t hkv = *op.getKvNumHeads();
+      if (hq <= 0 || hkv <= 0 || qs[2] % hq || ks[2] % hkv || vs[2] % hkv)
+        return failure();
+      d = qs[2] / hq, dv = vs[2] / hkv;
+      q = transpose(rewriter, loc, reshape(rewriter, loc, q, {0, 0, hq, d}),
+                    {0, 2, 1, 3});
+      k = transpose(rewriter, loc,
+                    reshape(rewriter, loc, k, {0, 0, hkv, ks[2] / hkv}),
+                    {0, 2, 1, 3});
+      v = transpose(rewriter, loc, reshape(rewriter, loc, v, {0, 0, hkv, dv}),
+                    {0, 2, 1, 3});
+    } else if (qs.size() == 4 && qs[3] != kDyn) {
+      d = qs[3];
+    } else {
+      return failure();
+    }
     double scale = op.getScale() ? op.getScale()->convertToDouble()
-                                 : 1.0 / std::sqrt((double)qs[3]);
+                                 : 1.0 / std::sqrt((double)d);
     Value mask = op.getAttnMask();
     if (isa<NoneType>(mask.getType()))
       mask = Value();
+    Type resultType = op.getY().getType();
+    if (packed) {
+      auto rt = cast<RankedTensorType>(resultType);
+      resultType = RankedTensorType::get(
+          {rt.getDimSize(0), hq, rt.getDimSize(1), dv}, rt.getElementType());
+    }
     auto attn = gated::AttentionOp::create(
-        rewriter, op.getLoc(), op.getY().getType(), op.getQ(), op.getK(),
-        op.getV(), mask, Value(), rewriter.getF32FloatAttr(scale),
+        rewriter, loc, resultType, q, k, v, mask, Value(),
+        rewriter.getF32FloatAttr(scale),
         op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
         nullptr, nullptr);
     if (failed(mlir::verify(attn, false))) {
       rewriter.eraseOp(attn);
       return failure();
     }
-    rewriter.replaceAllUsesWith(op.getY(), attn.getResult());
+    Value out = attn.getResult();
+    if (packed)
+      out = reshape(rewriter, loc, transpose(rewriter, loc, out, {0, 2, 1, 3}),
+                    {0, 0, hq * dv});
+    if (out.getType() != op.getY().getType())
+      return failure();
+    rewriter.replaceAllUsesWith(op.getY(), out);
     rewriter.eraseOp(op);
     return success();
   }

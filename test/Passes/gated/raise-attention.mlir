@@ -59,3 +59,27 @@ func.func @negative(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor
   %y2 = "onnx.MatMul"(%p2, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %y, %y2 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// ONNX Attention-23 with packed 3-D inputs [B, S, H·D] (GQA 4:2): the heads
+// are split around gated.attention; scale defaults to 1/√D.
+// CHECK-LABEL: func.func @onnx_attention_3d
+// CHECK: gated.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 0.353553385 : f32} : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32> -> tensor<2x4x5x8xf32>
+// CHECK-NOT: onnx.Attention
+func.func @onnx_attention_3d(%q: tensor<2x5x32xf32>, %k: tensor<2x5x16xf32>, %v: tensor<2x5x16xf32>) -> tensor<2x5x32xf32> {
+  %n = onnx.NoValue
+  %y, %pk, %pv, %qk = "onnx.Attention"(%q, %k, %v, %n, %n, %n, %n) {q_num_heads = 4 : i64, kv_num_heads = 2 : i64, is_causal = 1 : i64} : (tensor<2x5x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>, none, none, none, none) -> (tensor<2x5x32xf32>, none, none, none)
+  return %y : tensor<2x5x32xf32>
+}
+
+// -----
+
+// With a KV cache (past_key/past_value) the op stays as it is.
+// CHECK-LABEL: func.func @onnx_attention_cache
+// CHECK: onnx.Attention
+func.func @onnx_attention_cache(%q: tensor<1x2x3x8xf32>, %pk: tensor<1x2x4x8xf32>) -> tensor<1x2x3x8xf32> {
+  %n = onnx.NoValue
+  %y, %k2, %v2, %qk = "onnx.Attention"(%q, %q, %q, %n, %pk, %pk, %n) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, none, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, none) -> (tensor<1x2x3x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, none)
+  return %y : tensor<1x2x3x8xf32>
+}
