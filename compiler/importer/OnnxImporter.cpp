@@ -59,7 +59,12 @@ private:
     std::string name = n.name();
     if (name.empty())
       name = n.op_type() + "#" + std::to_string(idx);
-    return makeNodeLoc(ctx, file, name, n.op_type(), opset);
+    int64_t v = opset;
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      auto it = domainOpsets.find(n.domain());
+      v = it == domainOpsets.end() ? 0 : it->second;
+    }
+    return makeNodeLoc(ctx, file, name, n.op_type(), v);
   }
 
   Value lookup(const std::string &name) {
@@ -117,6 +122,12 @@ private:
   int64_t opset;
   importer::TensorImporter &tensors;
   GraphImporter *parent;
+
+public:
+  /// Opset of every imported domain (for the locations of other domains).
+  std::map<std::string, int64_t> domainOpsets;
+
+private:
   Block *block = nullptr;
   Value noneValue;
   llvm::StringMap<Value> values;
@@ -367,6 +378,7 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &regio
                                             Location loc,
                                             ArrayRef<Type> argTypes) {
   GraphImporter sub(ctx, file, opset, tensors, this);
+  sub.domainOpsets = domainOpsets;
   sub.block = new Block();
   region.push_back(sub.block);
   for (const auto &vi : g.value_info())
@@ -685,10 +697,16 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext *ctx, StringRef path,
     return emitError(fileLoc) << error, nullptr;
 
   int64_t opset = -1;
+  bool found = false;
   for (const auto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      opset = o.version();
-  if (opset < 0)
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (found)
+        return emitError(fileLoc) << "the model imports the default ONNX "
+                                     "domain twice",
+               nullptr;
+      opset = o.version(), found = true;
+    }
+  if (!found)
     return emitError(fileLoc) << "the model imports no opset of the default "
                                  "ONNX domain",
            nullptr;
@@ -708,6 +726,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext *ctx, StringRef path,
   importer::TensorImporter tensors(ctx, dir.str().str(),
                                    opts.inlineElementLimit);
   GraphImporter g(ctx, path, opset, tensors, nullptr);
+  for (const auto &o : model.opset_import())
+    g.domainOpsets[o.domain()] = o.version();
   // Diagnostics name the node; printing the op into each (also into the
   // ones the importer checks and discards) would cost O(graph) per op.
   bool printOp = ctx->shouldPrintOpOnDiagnostic();

@@ -73,6 +73,18 @@ std::string describeLocation(Location loc) {
   return out;
 }
 
+std::string describeNode(Location loc) {
+  NodeInfo info;
+  collect(loc, info);
+  if (info.name.empty())
+    return describeLocation(loc);
+  std::string out = (info.desc == "initializer" ? "initializer '" : "node '") +
+                    info.name + "'";
+  if (!info.desc.empty() && info.desc != "initializer")
+    out += " (" + info.desc + ")";
+  return out;
+}
+
 OnnxDiagnosticHandler::OnnxDiagnosticHandler(MLIRContext *ctx)
     : ScopedDiagnosticHandler(ctx) {
   setHandler([this](Diagnostic &diag) {

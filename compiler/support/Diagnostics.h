@@ -26,6 +26,9 @@ mlir::Location makeNodeLoc(mlir::MLIRContext *ctx, llvm::StringRef file,
 /// plain file location, or the printed location otherwise.
 std::string describeLocation(mlir::Location loc);
 
+/// "node 'name' (OpType, opset N)" without the file, or describeLocation.
+std::string describeNode(mlir::Location loc);
+
 /// Prints every diagnostic to stderr as "<where>: <severity>: <message>"
 /// (severity omitted for errors), with attached notes indented.
 class OnnxDiagnosticHandler : public mlir::ScopedDiagnosticHandler {

@@ -95,7 +95,7 @@ struct CheckWeightsPass
         entries.push_back(NamedAttribute(
             StringAttr::get(&getContext(), name),
             StringAttr::get(&getContext(),
-                            gatec::describeLocation(user->getLoc()))));
+                            gatec::describeNode(user->getLoc()))));
       module->setAttr(kAttr, DictionaryAttr::get(&getContext(), entries));
       return;
     }
@@ -104,7 +104,7 @@ struct CheckWeightsPass
       if (now.count(e.getName().getValue()))
         continue;
       failedAny = true;
-      module.emitError() << "weight '" << e.getName().getValue()
+      emitError(module.getLoc()) << "weight '" << e.getName().getValue()
                          << "' no longer contributes to any output"
                          << (phase.empty() ? "" : " after phase '")
                          << phase << (phase.empty() ? "" : "'")

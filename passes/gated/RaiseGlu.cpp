@@ -251,8 +251,8 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
       act = gated::GluActivation::identity;
     }
     if (!act || w.x() != v.x() || w.cols() != v.cols() ||
-        w.mm.getB().getType() != v.mm.getB().getType() &&
-            w.start < 0 && v.start < 0)
+        (w.mm.getB().getType() != v.mm.getB().getType() && w.start < 0 &&
+         v.start < 0))
       return failure();
 
     SmallVector<Operation *> matched;

@@ -40,6 +40,8 @@ struct OnnxShapeInferencePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
     RewritePatternSet patterns(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
     for (unsigned i = 0; i < maxIterations; ++i) {

@@ -90,6 +90,8 @@ LogicalResult writeIR(ModuleOp module, StringRef path, bool forPerson) {
   OpPrintingFlags flags;
   if (forPerson)
     flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  else
+    flags.enableDebugInfo(); // artifacts keep the ONNX node locations
   module->print(out->os(), flags);
   out->os() << "\n";
   out->keep();
@@ -106,7 +108,16 @@ int main(int argc, char **argv) {
   std::string overview =
       "gatec: compiles ONNX models of gated transformers.\n\n"
       "Phases (for --compile-to / --compile-from / --dump-stages): " +
-      phaseList() + "\n";
+      phaseList() +
+      "\n\nMLIR's options (--mlir-print-ir-after-all, "
+      "--mlir-print-debuginfo, --mlir-timing, ...) work too: --help-hidden "
+      "lists them.\n";
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "gatec 0.1 (phases: " << phaseList() << ")\n";
+  });
+  // --help shows gatec's options; LLVM's and MLIR's (--mlir-print-ir-after-all,
+  // --mlir-print-debuginfo, ...) still work and are listed by --help-hidden.
+  cl::HideUnrelatedOptions(gatecCat);
   cl::ParseCommandLineOptions(argc, argv, overview);
 
   if (emit != "mlir" && emit != "none") {
@@ -142,11 +153,41 @@ int main(int argc, char **argv) {
     first = from + 1;
   }
 
+  StringRef in(inputFile);
+  bool irInput = in.ends_with(".mlir") || in.ends_with(".mlirbc");
+  if (compileFrom.empty() && irInput) {
+    llvm::errs() << "gatec: " << inputFile
+                 << " is MLIR: say which phase it is with --compile-from=PHASE "
+                    "(phases: " << phaseList() << ")\n";
+    return 1;
+  }
+  if (!compileFrom.empty() && (in.ends_with(".onnx") || in.ends_with(".onnxtxt"))) {
+    llvm::errs() << "gatec: " << inputFile
+                 << " is an ONNX model: --compile-from takes the MLIR of a "
+                    "phase (drop --compile-from to import the model)\n";
+    return 1;
+  }
+  if (inlineLimit < 0) {
+    llvm::errs() << "gatec: --inline-weight-limit must be >= 0\n";
+    return 1;
+  }
+  if (outputFile != "-") {
+    llvm::sys::fs::UniqueID a, b;
+    if (!llvm::sys::fs::getUniqueID(inputFile, a) &&
+        !llvm::sys::fs::getUniqueID(outputFile, b) && a == b) {
+      llvm::errs() << "gatec: -o " << outputFile
+                   << " would overwrite the input\n";
+      return 1;
+    }
+  }
+
   DialectRegistry registry;
   gatec::registerGatecDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   gatec::OnnxDiagnosticHandler diagHandler(&ctx);
+  // Diagnostics name the ONNX node; the op itself is not printed into them.
+  ctx.printOpOnDiagnostic(false);
 
   OwningOpRef<ModuleOp> module;
   if (compileFrom.empty()) {
@@ -166,6 +207,11 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
+  if (!module->lookupSymbol("main_graph")) {
+    llvm::errs() << "gatec: " << inputFile
+                 << ": no @main_graph function (not gatec IR)\n";
+    return 1;
+  }
 
   if (!dumpStages.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(dumpStages)) {

@@ -1,12 +1,12 @@
 // RUN: gatec-opt %s --check-weights | FileCheck %s --check-prefix=RECORD
 // The first run records the weights that reach an output and who uses them.
-// RECORD: module attributes {gatec.weights = {gate_w = "m.onnx: node 'gate' (MatMul, opset 17)", w = "m.onnx: node 'proj' (MatMul, opset 17)"}}
+// RECORD: module attributes {gatec.weights = {gate_w = "node 'gate' (MatMul, opset 17)", w = "node 'proj' (MatMul, opset 17)"}}
 //
 // A later rewrite that drops the gate (here: returning the ungated value, as
 // a converter unaware of the gate would) fails the next check.
 // RUN: gatec-opt %s --check-weights --mlir-print-debuginfo | sed 's/return %5 :/return %2 :/' > %t.mlir
 // RUN: not gatec-opt %t.mlir --check-weights 2>&1 | FileCheck %s --check-prefix=DROP
-// DROP: error: weight 'gate_w' no longer contributes to any output; it was used by m.onnx: node 'gate' (MatMul, opset 17)
+// DROP: error: weight 'gate_w' no longer contributes to any output; it was used by node 'gate' (MatMul, opset 17)
 #w = loc(fused<"initializer">["w"("m.onnx":0:0)])
 #gw = loc(fused<"initializer">["gate_w"("m.onnx":0:0)])
 #proj = loc(fused<"MatMul, opset 17">["proj"("m.onnx":0:0)])
