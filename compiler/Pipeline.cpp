@@ -3,6 +3,7 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
+#include "passes/conversion/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
 
@@ -50,6 +51,7 @@ void registerGatecDialects(mlir::DialectRegistry &registry) {
 void registerGatecPasses() {
   onnx::registerOnnxPasses();
   gated::registerGatedPasses();
+  conversion::registerConversionPasses();
   mlir::registerTransformsPasses();
 }
 

@@ -1,11 +1,23 @@
 //===- gatec-opt.cpp - every gatec dialect and pass, for lit tests --------===//
+//
+// gatec's dialects and passes, plus every upstream MLIR dialect and pass so
+// that lit tests can run a lowering pipeline and execute the result with
+// mlir-runner.
+//
+//===----------------------------------------------------------------------===//
 #include "compiler/Pipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllPasses();
   gatec::registerGatecDialects(registry);
   gatec::registerGatecPasses();
   return mlir::asMainReturnCode(

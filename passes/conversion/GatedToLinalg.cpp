@@ -1,0 +1,556 @@
+//===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
+#include "passes/conversion/Passes.h"
+
+#include "dialects/gated/GatedDialect.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+
+namespace gatec::conversion {
+#define GEN_PASS_DEF_CONVERTGATEDTOLINALG
+#include "passes/conversion/Passes.h.inc"
+} // namespace gatec::conversion
+
+using namespace mlir;
+using namespace gatec;
+
+namespace {
+using utils::IteratorType;
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// Builds linalg on tensors at one insertion point.
+struct Lowerer {
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+
+  Lowerer(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value cst(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value cst(OpBuilder &nb, double v) {
+    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
+  }
+
+  /// Scalar to f32 / back to the element type.
+  Value ext(OpBuilder &nb, Value v) {
+    if (v.getType() == nb.getF32Type())
+      return v;
+    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
+  }
+  Value trunc(OpBuilder &nb, Value v, Type e) {
+    if (e == v.getType())
+      return v;
+    return arith::TruncFOp::create(nb, loc, e, v);
+  }
+
+  /// Size of dimension i, as an index value, of the first source that has it.
+  Value dimOf(Value src, int64_t i) {
+    return tensor::DimOp::create(b, loc, src, i);
+  }
+
+  /// tensor.empty of `shape`; dynamic sizes from (source, dim) pairs.
+  Value empty(ArrayRef<int64_t> shape, Type e,
+              ArrayRef<std::pair<Value, int64_t>> from) {
+    SmallVector<Value> dyn;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] == kDyn)
+        dyn.push_back(dimOf(from[i].first, from[i].second));
+    return tensor::EmptyOp::create(b, loc, shape, e, dyn);
+  }
+
+  Value filled(ArrayRef<int64_t> shape, ArrayRef<std::pair<Value, int64_t>> from,
+               double v) {
+    Value e = empty(shape, f32, from);
+    return linalg::FillOp::create(b, loc, ValueRange{cst(v)}, ValueRange{e})
+        .getResult(0);
+  }
+
+  /// The map reading an operand that broadcasts (numpy rules) to `rank`
+  /// loop dims: size-1 dims read index 0, missing leading dims are dropped.
+  AffineMap broadcastMap(int64_t rank, ShapedType t,
+                         ArrayRef<int64_t> outShape) {
+    SmallVector<AffineExpr> exprs;
+    int64_t r = t.getRank();
+    for (int64_t i = 0; i < r; ++i) {
+      int64_t d = rank - r + i;
+      if (t.getDimSize(i) == 1 && outShape[d] != 1)
+        exprs.push_back(b.getAffineConstantExpr(0));
+      else
+        exprs.push_back(b.getAffineDimExpr(d));
+    }
+    return AffineMap::get(rank, 0, exprs, b.getContext());
+  }
+
+  SmallVector<IteratorType> parallel(int64_t n) {
+    return SmallVector<IteratorType>(n, IteratorType::parallel);
+  }
+
+  // Activations, in f32.
+  Value sigmoid(OpBuilder &nb, Value z) {
+    Value e = math::ExpOp::create(nb, loc, arith::NegFOp::create(nb, loc, z));
+    Value one = cst(nb, 1.0);
+    return arith::DivFOp::create(nb, loc, one,
+                                 arith::AddFOp::create(nb, loc, one, e));
+  }
+  Value gateAct(OpBuilder &nb, gated::GateActivation a, Value z) {
+    Value s = sigmoid(nb, z);
+    switch (a) {
+    case gated::GateActivation::sigmoid: return s;
+    case gated::GateActivation::ns_sigmoid:
+      return arith::AddFOp::create(
+          nb, loc, cst(nb, 0.5), arith::MulFOp::create(nb, loc, cst(nb, 0.5), s));
+    case gated::GateActivation::silu: return arith::MulFOp::create(nb, loc, z, s);
+    }
+    return s;
+  }
+  Value gluAct(OpBuilder &nb, gated::GluActivation a, Value z) {
+    switch (a) {
+    case gated::GluActivation::sigmoid: return sigmoid(nb, z);
+    case gated::GluActivation::identity: return z;
+    case gated::GluActivation::relu:
+      return arith::MaximumFOp::create(nb, loc, z, cst(nb, 0.0));
+    case gated::GluActivation::gelu: {
+      Value e = math::ErfOp::create(
+          nb, loc, arith::MulFOp::create(nb, loc, z, cst(nb, 1.0 / std::sqrt(2.0))));
+      Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
+      return arith::MulFOp::create(nb, loc, h,
+                                   arith::AddFOp::create(nb, loc, cst(nb, 1.0), e));
+    }
+    case gated::GluActivation::gelu_tanh: {
+      Value z3 = arith::MulFOp::create(nb, loc, z, arith::MulFOp::create(nb, loc, z, z));
+      Value in = arith::AddFOp::create(
+          nb, loc, z, arith::MulFOp::create(nb, loc, cst(nb, 0.044715), z3));
+      Value t = math::TanhOp::create(
+          nb, loc, arith::MulFOp::create(nb, loc, cst(nb, std::sqrt(2.0 / M_PI)), in));
+      Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
+      return arith::MulFOp::create(nb, loc, h,
+                                   arith::AddFOp::create(nb, loc, cst(nb, 1.0), t));
+    }
+    case gated::GluActivation::silu:
+      return arith::MulFOp::create(nb, loc, z, sigmoid(nb, z));
+    }
+    return z;
+  }
+
+  /// An element-wise linalg.generic over `outType`'s shape.
+  /// `rowInputs` marks inputs that hold one value per row (all dims but
+  /// the last), as the norms' reductions do.
+  Value elementwise(RankedTensorType outType, ValueRange ins,
+                    ArrayRef<std::pair<Value, int64_t>> dimsFrom,
+                    function_ref<Value(OpBuilder &, ValueRange)> body,
+                    ArrayRef<bool> rowInputs = {}) {
+    int64_t rank = outType.getRank();
+    SmallVector<AffineMap> maps;
+    for (auto [i, in] : llvm::enumerate(ins)) {
+      if (i < rowInputs.size() && rowInputs[i]) {
+        maps.push_back(b.getMultiDimIdentityMap(rank).dropResult(rank - 1));
+        continue;
+      }
+      maps.push_back(broadcastMap(rank, cast<ShapedType>(in.getType()),
+                                  outType.getShape()));
+    }
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+    Value init = empty(outType.getShape(), outType.getElementType(), dimsFrom);
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{outType}, ins, ValueRange{init}, maps,
+        parallel(rank), [&](OpBuilder &nb, Location, ValueRange args) {
+          Value r = body(nb, args.drop_back());
+          linalg::YieldOp::create(nb, loc, r);
+        });
+    return g.getResult(0);
+  }
+};
+
+/// (source, dim) for each dim of a value: itself.
+SmallVector<std::pair<Value, int64_t>> selfDims(Value v) {
+  SmallVector<std::pair<Value, int64_t>> out;
+  for (int64_t i = 0; i < cast<ShapedType>(v.getType()).getRank(); ++i)
+    out.push_back({v, i});
+  return out;
+}
+
+LogicalResult lower(gated::GateOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!t)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  Type e = t.getElementType();
+  Value r = l.elementwise(t, {op.getX(), op.getGate()}, selfDims(op.getX()),
+                          [&](OpBuilder &nb, ValueRange a) {
+                            Value x = l.ext(nb, a[0]);
+                            Value g = l.gateAct(nb, op.getActivation(),
+                                                l.ext(nb, a[1]));
+                            Value v = op.getMode() == gated::GateMode::multiply
+                                          ? (Value)arith::MulFOp::create(nb, l.loc, x, g)
+                                          : (Value)arith::AddFOp::create(nb, l.loc, x, g);
+                            return l.trunc(nb, v, e);
+                          });
+  op.getResult().replaceAllUsesWith(r);
+  return success();
+}
+
+LogicalResult lower(gated::ResidualOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!t)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  Type e = t.getElementType();
+  SmallVector<Value> ins{op.getX(), op.getY()};
+  if (op.getGate())
+    ins.push_back(op.getGate());
+  using K = gated::ResidualKind;
+  K kind = op.getKind();
+  Value r = l.elementwise(t, ins, selfDims(op.getX()),
+                          [&](OpBuilder &nb, ValueRange a) -> Value {
+    Location loc = l.loc;
+    Value x = l.ext(nb, a[0]), y = l.ext(nb, a[1]);
+    Value g = a.size() > 2 ? l.ext(nb, a[2]) : Value();
+    auto add = [&](Value p, Value q) { return arith::AddFOp::create(nb, loc, p, q); };
+    auto mul = [&](Value p, Value q) { return arith::MulFOp::create(nb, loc, p, q); };
+    auto oneMinus = [&](Value p) {
+      return arith::SubFOp::create(nb, loc, l.cst(nb, 1.0), p);
+    };
+    Value v;
+    switch (kind) {
+    case K::add: v = add(x, y); break;
+    case K::input: v = add(mul(l.sigmoid(nb, g), x), y); break;
+    case K::output: v = add(x, mul(l.sigmoid(nb, g), y)); break;
+    case K::highway: {
+      Value s = l.sigmoid(nb, g);
+      v = add(mul(s, x), mul(oneMinus(s), y));
+      break;
+    }
+    case K::sigtanh:
+      v = add(x, mul(l.sigmoid(nb, g), math::TanhOp::create(nb, loc, y)));
+      break;
+    case K::gru: {
+      Value z = l.sigmoid(nb, g);
+      v = add(mul(oneMinus(z), x), mul(z, math::TanhOp::create(nb, loc, y)));
+      break;
+    }
+    case K::tanh_scalar: v = add(x, mul(math::TanhOp::create(nb, loc, g), y)); break;
+    case K::rezero:
+    case K::layerscale: v = add(x, mul(g, y)); break;
+    }
+    return l.trunc(nb, v, e);
+  });
+  op.getResult().replaceAllUsesWith(r);
+  return success();
+}
+
+/// Σ over the last dimension of f(x) into a [..., 1]-less f32 tensor.
+Value reduceLast(Lowerer &l, Value x, Value center,
+                 function_ref<Value(OpBuilder &, Value, Value)> term) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t r = t.getRank();
+  SmallVector<int64_t> shape(t.getShape().drop_back());
+  auto dims = selfDims(x);
+  dims.pop_back();
+  Value init = l.filled(shape, dims, 0.0);
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t i = 0; i + 1 < r; ++i)
+    outExprs.push_back(l.b.getAffineDimExpr(i));
+  AffineMap id = l.b.getMultiDimIdentityMap(r);
+  AffineMap out = AffineMap::get(r, 0, outExprs, l.b.getContext());
+  SmallVector<IteratorType> it = l.parallel(r - 1);
+  it.push_back(IteratorType::reduction);
+  SmallVector<Value> ins{x};
+  SmallVector<AffineMap> maps{id};
+  if (center) {
+    ins.push_back(center);
+    maps.push_back(out);
+  }
+  maps.push_back(out);
+  auto g = linalg::GenericOp::create(
+      l.b, l.loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, it,
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value v = l.ext(nb, a[0]);
+        Value c = center ? a[1] : Value();
+        Value s = arith::AddFOp::create(nb, loc, a.back(), term(nb, v, c));
+        linalg::YieldOp::create(nb, loc, s);
+      });
+  return g.getResult(0);
+}
+
+/// The last dimension's size as an f32 value.
+Value lastDimF32(Lowerer &l, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t d = t.getDimSize(t.getRank() - 1);
+  if (d != kDyn)
+    return l.cst((double)d);
+  Value idx = l.dimOf(x, t.getRank() - 1);
+  Value i64 = arith::IndexCastOp::create(l.b, l.loc, l.b.getI64Type(), idx);
+  return arith::UIToFPOp::create(l.b, l.loc, l.f32, i64);
+}
+
+LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!t || t.getRank() < 1)
+    return op.emitOpError() << "needs a ranked tensor to lower";
+  Type e = t.getElementType();
+  Value ss = reduceLast(l, op.getX(), {}, [&](OpBuilder &nb, Value v, Value) {
+    return arith::MulFOp::create(nb, l.loc, v, v);
+  });
+  Value n = lastDimF32(l, op.getX());
+  Value eps = l.cst(op.getEpsilon().convertToDouble());
+  bool offset = (bool)op.getUnitOffset();
+  Value r = l.elementwise(t, {op.getX(), ss, op.getWeight()}, selfDims(op.getX()),
+                          [&](OpBuilder &nb, ValueRange a) {
+    Location loc = l.loc;
+    Value mean = arith::DivFOp::create(nb, loc, a[1], n);
+    Value inv = math::RsqrtOp::create(nb, loc, arith::AddFOp::create(nb, loc, mean, eps));
+    Value w = l.ext(nb, a[2]);
+    if (offset)
+      w = arith::AddFOp::create(nb, loc, l.cst(nb, 1.0), w);
+    Value v = arith::MulFOp::create(
+        nb, loc, arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), inv), w);
+    return l.trunc(nb, v, e);
+  }, {false, true});
+  op.getResult().replaceAllUsesWith(r);
+  return success();
+}
+
+LogicalResult lower(gated::LayerNormOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!t || t.getRank() < 1)
+    return op.emitOpError() << "needs a ranked tensor to lower";
+  Type e = t.getElementType();
+  Value n = lastDimF32(l, op.getX());
+  Value sum = reduceLast(l, op.getX(), {}, [](OpBuilder &, Value v, Value) { return v; });
+  // mean[...] = sum / n, as a tensor for the centred reduction.
+  auto mt = cast<RankedTensorType>(sum.getType());
+  Value mean = l.elementwise(mt, {sum}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
+    return (Value)arith::DivFOp::create(nb, l.loc, a[0], n);
+  });
+  Value var = reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {
+    Value d = arith::SubFOp::create(nb, l.loc, v, m);
+    return (Value)arith::MulFOp::create(nb, l.loc, d, d);
+  });
+  Value eps = l.cst(op.getEpsilon().convertToDouble());
+  SmallVector<Value> ins{op.getX(), mean, var, op.getWeight()};
+  if (op.getBias())
+    ins.push_back(op.getBias());
+  Value r = l.elementwise(t, ins, selfDims(op.getX()), [&](OpBuilder &nb, ValueRange a) {
+    Location loc = l.loc;
+    Value d = arith::SubFOp::create(nb, loc, l.ext(nb, a[0]), a[1]);
+    Value inv = math::RsqrtOp::create(
+        nb, loc, arith::AddFOp::create(nb, loc, arith::DivFOp::create(nb, loc, a[2], n), eps));
+    Value v = arith::MulFOp::create(nb, loc, arith::MulFOp::create(nb, loc, d, inv),
+                                    l.ext(nb, a[3]));
+    if (a.size() > 4)
+      v = arith::AddFOp::create(nb, loc, v, l.ext(nb, a[4]));
+    return l.trunc(nb, v, e);
+  }, {false, true, true});
+  op.getResult().replaceAllUsesWith(r);
+  return success();
+}
+
+LogicalResult lower(gated::GluOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  auto xt = dyn_cast<RankedTensorType>(op.getX().getType());
+  if (!t || !xt)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  int64_t r = xt.getRank(); // loops: batch dims (r-1), F, then D
+  SmallVector<int64_t> shape(t.getShape());
+  SmallVector<std::pair<Value, int64_t>> dims = selfDims(op.getX());
+  dims.back() = {op.getW(), 1};
+  Value a0 = l.filled(shape, dims, 0.0), b0 = l.filled(shape, dims, 0.0);
+  MLIRContext *ctx = b.getContext();
+  int64_t n = r + 1;
+  SmallVector<AffineExpr> xe, oe;
+  for (int64_t i = 0; i + 1 < r; ++i)
+    xe.push_back(getAffineDimExpr(i, ctx)), oe.push_back(getAffineDimExpr(i, ctx));
+  AffineExpr f = getAffineDimExpr(r - 1, ctx), d = getAffineDimExpr(r, ctx);
+  xe.push_back(d);
+  oe.push_back(f);
+  AffineMap xm = AffineMap::get(n, 0, xe, ctx);
+  AffineMap wm = AffineMap::get(n, 0, {d, f}, ctx);
+  AffineMap om = AffineMap::get(n, 0, oe, ctx);
+  SmallVector<IteratorType> it = l.parallel(r);
+  it.push_back(IteratorType::reduction);
+  auto mm = linalg::GenericOp::create(
+      b, l.loc, TypeRange{a0.getType(), b0.getType()},
+      ValueRange{op.getX(), op.getW(), op.getV()}, ValueRange{a0, b0},
+      {xm, wm, wm, om, om}, it, [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value x = l.ext(nb, a[0]);
+        Value pa = arith::AddFOp::create(
+            nb, loc, a[3], arith::MulFOp::create(nb, loc, x, l.ext(nb, a[1])));
+        Value pb = arith::AddFOp::create(
+            nb, loc, a[4], arith::MulFOp::create(nb, loc, x, l.ext(nb, a[2])));
+        linalg::YieldOp::create(nb, loc, ValueRange{pa, pb});
+      });
+  Type e = t.getElementType();
+  Value res = l.elementwise(t, {mm.getResult(0), mm.getResult(1)},
+                            selfDims(mm.getResult(0)), [&](OpBuilder &nb, ValueRange a) {
+    Value v = arith::MulFOp::create(nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
+    return l.trunc(nb, v, e);
+  });
+  op.getResult().replaceAllUsesWith(res);
+  return success();
+}
+
+LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto qt = dyn_cast<RankedTensorType>(op.getQuery().getType());
+  auto kt = dyn_cast<RankedTensorType>(op.getKey().getType());
+  auto vt = dyn_cast<RankedTensorType>(op.getValue().getType());
+  auto rt = dyn_cast<RankedTensorType>(op.getType());
+  if (!qt || !kt || !vt || !rt)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  if (hq == kDyn || hkv == kDyn)
+    return op.emitOpError() << "needs static head counts to lower (the KV "
+                               "head of a query head is h / (Hq/Hkv))";
+  int64_t rep = hq / hkv;
+  MLIRContext *ctx = b.getContext();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  auto dim = [&](int i) { return getAffineDimExpr(i, ctx); };
+  AffineExpr kvHead = rep == 1 ? dim(1) : dim(1).floorDiv(rep);
+
+  // Scores [B, Hq, T, S] in f32: s = scale · q·kᵀ.
+  SmallVector<int64_t> sShape{qt.getDimSize(0), hq, qt.getDimSize(2), kt.getDimSize(2)};
+  SmallVector<std::pair<Value, int64_t>> sDims{{q, 0}, {q, 1}, {q, 2}, {k, 2}};
+  Value s0 = l.filled(sShape, sDims, 0.0);
+  auto scores = linalg::GenericOp::create(
+      b, l.loc, TypeRange{s0.getType()}, ValueRange{q, k}, ValueRange{s0},
+      {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
+       AffineMap::get(5, 0, {dim(0), kvHead, dim(3), dim(4)}, ctx),
+       AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+       IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), l.ext(nb, a[1]));
+        linalg::YieldOp::create(nb, loc, ValueRange{arith::AddFOp::create(nb, loc, a[2], p)});
+      });
+  // Scale and masks.
+  double scale = op.getScale().convertToDouble();
+  bool causal = (bool)op.getCausal();
+  Value mask = op.getMask();
+  auto sType = cast<RankedTensorType>(scores.getResult(0).getType());
+  SmallVector<Value> ins{scores.getResult(0)};
+  if (mask)
+    ins.push_back(mask);
+  Value ninf = l.cst(-INFINITY);
+  Value masked = l.elementwise(sType, ins, sDims, [&](OpBuilder &nb, ValueRange a) {
+    Location loc = l.loc;
+    Value s = arith::MulFOp::create(nb, loc, a[0], l.cst(nb, scale));
+    if (causal) {
+      Value t = linalg::IndexOp::create(nb, loc, 2), j = linalg::IndexOp::create(nb, loc, 3);
+      Value future = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ugt, j, t);
+      s = arith::SelectOp::create(nb, loc, future, ninf, s);
+    }
+    if (a.size() > 1) {
+      if (a[1].getType().isInteger(1))
+        s = arith::SelectOp::create(nb, loc, a[1], s, ninf);
+      else
+        s = arith::AddFOp::create(nb, loc, s, l.ext(nb, a[1]));
+    }
+    return s;
+  });
+  // Row max and sum of exp(s − max); a row of -inf has max -inf, sum 0.
+  SmallVector<int64_t> rShape{sShape[0], sShape[1], sShape[2]};
+  SmallVector<std::pair<Value, int64_t>> rDims{{q, 0}, {q, 1}, {q, 2}};
+  AffineMap id4 = b.getMultiDimIdentityMap(4);
+  AffineMap row = AffineMap::get(4, 0, {dim(0), dim(1), dim(2)}, ctx);
+  SmallVector<IteratorType> red{IteratorType::parallel, IteratorType::parallel,
+                                IteratorType::parallel, IteratorType::reduction};
+  Value m0 = l.filled(rShape, rDims, -INFINITY);
+  Value mx = linalg::GenericOp::create(
+                 b, l.loc, TypeRange{m0.getType()}, ValueRange{masked}, ValueRange{m0},
+                 {id4, row}, red,
+                 [&](OpBuilder &nb, Location loc, ValueRange a) {
+                   linalg::YieldOp::create(
+                       nb, loc, ValueRange{arith::MaximumFOp::create(nb, loc, a[0], a[1])});
+                 })
+                 .getResult(0);
+  auto shifted = [&](OpBuilder &nb, Value s, Value m) -> Value {
+    Location loc = l.loc;
+    Value isInf = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, m, ninf);
+    Value base = arith::SelectOp::create(nb, loc, isInf, l.cst(nb, 0.0), m);
+    return math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, s, base));
+  };
+  Value z0 = l.filled(rShape, rDims, 0.0);
+  Value sum = linalg::GenericOp::create(
+                  b, l.loc, TypeRange{z0.getType()}, ValueRange{masked, mx}, ValueRange{z0},
+                  {id4, row, row}, red,
+                  [&](OpBuilder &nb, Location loc, ValueRange a) {
+                    linalg::YieldOp::create(
+                        nb, loc,
+                        ValueRange{arith::AddFOp::create(nb, loc, a[2], shifted(nb, a[0], a[1]))});
+                  })
+                  .getResult(0);
+  // y[b,h,t,e] = Σ_j p[b,h,t,j] · v[b,h/r,j,e], p = e/sum (0 for sum 0).
+  SmallVector<int64_t> yShape{sShape[0], hq, sShape[2], vt.getDimSize(3)};
+  SmallVector<std::pair<Value, int64_t>> yDims{{q, 0}, {q, 1}, {q, 2}, {v, 3}};
+  Value y0 = l.filled(yShape, yDims, 0.0);
+  auto pv = linalg::GenericOp::create(
+      b, l.loc, TypeRange{y0.getType()}, ValueRange{masked, mx, sum, v}, ValueRange{y0},
+      {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
+       AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
+       AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
+       AffineMap::get(5, 0, {dim(0), kvHead, dim(4), dim(3)}, ctx),
+       AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+       IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value e = shifted(nb, a[0], a[1]);
+        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, a[2],
+                                          l.cst(nb, 0.0));
+        Value p = arith::SelectOp::create(
+            nb, loc, pos, arith::DivFOp::create(nb, loc, e, a[2]), l.cst(nb, 0.0));
+        Value acc = arith::AddFOp::create(nb, loc, a[4],
+                                          arith::MulFOp::create(nb, loc, p, l.ext(nb, a[3])));
+        linalg::YieldOp::create(nb, loc, ValueRange{acc});
+      });
+  // Epilogue: the gate, then the element type.
+  Type et = rt.getElementType();
+  SmallVector<Value> eins{pv.getResult(0)};
+  if (op.getGate())
+    eins.push_back(op.getGate());
+  Value res = l.elementwise(rt, eins, yDims, [&](OpBuilder &nb, ValueRange a) {
+    Value y = a[0];
+    if (a.size() > 1) {
+      Value g = l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[1]));
+      y = *op.getGateMode() == gated::GateMode::multiply
+              ? (Value)arith::MulFOp::create(nb, l.loc, y, g)
+              : (Value)arith::AddFOp::create(nb, l.loc, y, g);
+    }
+    return l.trunc(nb, y, et);
+  });
+  op.getResult().replaceAllUsesWith(res);
+  return success();
+}
+
+struct ConvertGatedToLinalgPass
+    : conversion::impl::ConvertGatedToLinalgBase<ConvertGatedToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<gated::GatedDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      OpBuilder b(op);
+      LogicalResult r =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<gated::AttentionOp, gated::GateOp, gated::GluOp,
+                    gated::ResidualOp, gated::RMSNormOp, gated::LayerNormOp>(
+                  [&](auto o) { return lower(o, b); })
+              .Default([](Operation *o) {
+                return o->emitOpError() << "has no lowering to linalg";
+              });
+      if (failed(r))
+        return signalPassFailure();
+      op->erase();
+    }
+  }
+};
+} // namespace
