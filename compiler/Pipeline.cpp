@@ -9,6 +9,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace gatec {
@@ -32,6 +37,29 @@ const std::vector<Phase> &getPhases() {
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
+      {"linalg", "everything as linalg/tensor/arith/math on tensors",
+       [](mlir::OpPassManager &pm) {
+         auto &f = pm.nest<mlir::func::FuncOp>();
+         f.addPass(conversion::createConvertGatedToLinalg());
+         f.addPass(mlir::createCanonicalizerPass());
+         pm.addPass(mlir::createCSEPass());
+       }},
+      {"cpu", "bufferized, loops, LLVM dialect for the host CPU",
+       [](mlir::OpPassManager &pm) {
+         // Function results are owned by the caller (the ABI wrapper frees
+         // them after copying into the runtime's buffers).
+         (void)mlir::parsePassPipeline(
+             "one-shot-bufferize{bufferize-function-boundaries "
+             "function-boundary-type-conversion=identity-layout-map},"
+             "ownership-based-buffer-deallocation,canonicalize,"
+             "buffer-deallocation-simplification,"
+             "bufferization-lower-deallocations,convert-bufferization-to-memref,"
+             "cse,canonicalize,"
+             "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+             "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+             "convert-to-llvm,reconcile-unrealized-casts",
+             pm);
+       }},
   };
   return phases;
 }
@@ -46,13 +74,21 @@ int findPhase(llvm::StringRef name) {
 
 void registerGatecDialects(mlir::DialectRegistry &registry) {
   registry.insert<onnx::OnnxDialect, gated::GatedDialect, mlir::func::FuncDialect>();
+  // The dialects, interfaces and LLVM IR translations of the lowering.
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void registerGatecPasses() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  mlir::registerAllPasses();
   onnx::registerOnnxPasses();
   gated::registerGatedPasses();
   conversion::registerConversionPasses();
-  mlir::registerTransformsPasses();
 }
 
 } // namespace gatec

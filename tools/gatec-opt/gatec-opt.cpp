@@ -8,16 +8,10 @@
 #include "compiler/Pipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllPasses();
   gatec::registerGatecDialects(registry);
   gatec::registerGatecPasses();
   return mlir::asMainReturnCode(

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/support/Diagnostics.h"
 #include "compiler/GateReport.h"
+#include "compiler/LibraryEmitter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
 #include "passes/gated/Passes.h"
@@ -15,6 +16,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -54,9 +58,17 @@ static cl::opt<bool> elideWeights(
     cl::init(true), cl::cat(gatecCat));
 static cl::opt<std::string> emit(
     "emit",
-    cl::desc("What to write: mlir (the IR of the last phase, default) or "
-             "none (run and verify the phases, write nothing)"),
-    cl::init("mlir"), cl::cat(gatecCat));
+    cl::desc("What to write: mlir (the IR of the last phase), lib (a shared "
+             "library with the model ABI; the default for -o *.so), obj (an "
+             "object file; the default for -o *.o), none (run and verify the "
+             "phases, write nothing)"),
+    cl::init(""), cl::cat(gatecCat));
+static cl::opt<std::string> target(
+    "target", cl::desc("Target: cpu (the host CPU, default)"), cl::init("cpu"),
+    cl::cat(gatecCat));
+static cl::opt<std::string> ccPath(
+    "cc", cl::desc("The C compiler/linker that builds the model library"),
+    cl::init("clang-22"), cl::cat(gatecCat));
 static cl::opt<std::string> report(
     "report",
     cl::desc("Print a report instead of the IR (unless -o is given): gates "
@@ -108,7 +120,7 @@ int main(int argc, char **argv) {
   std::string overview =
       "gatec: compiles ONNX models of gated transformers.\n\n"
       "Phases (for --compile-to / --compile-from / --dump-stages): " +
-      phaseList() +
+      phaseList() + "; --compile-to=llvm prints the LLVM IR" +
       "\n\nMLIR's options (--mlir-print-ir-after-all, "
       "--mlir-print-debuginfo, --mlir-timing, ...) work too: --help-hidden "
       "lists them.\n";
@@ -120,10 +132,28 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(gatecCat);
   cl::ParseCommandLineOptions(argc, argv, overview);
 
-  if (emit != "mlir" && emit != "none") {
-    llvm::errs() << "gatec: unknown --emit=" << emit << " (mlir, none)\n";
+  if (emit.empty()) {
+    StringRef o(outputFile);
+    emit = o.ends_with(".so") ? "lib" : o.ends_with(".o") ? "obj" : "mlir";
+  }
+  if (emit != "mlir" && emit != "none" && emit != "lib" && emit != "obj") {
+    llvm::errs() << "gatec: unknown --emit=" << emit
+                 << " (mlir, lib, obj, none)\n";
     return 1;
   }
+  if (target != "cpu") {
+    llvm::errs() << "gatec: --target=" << target
+                 << " is not available yet (targets: cpu)\n";
+    return 1;
+  }
+  bool binary = emit == "lib" || emit == "obj";
+  if (binary && outputFile == "-") {
+    llvm::errs() << "gatec: --emit=" << emit << " needs -o FILE\n";
+    return 1;
+  }
+  bool printLLVM = compileTo == "llvm";
+  if (printLLVM)
+    compileTo = "cpu";
   const auto &phases = gatec::getPhases();
   int last = phases.size() - 1;
   if (!report.empty() && report != "gates") {
@@ -132,6 +162,12 @@ int main(int argc, char **argv) {
   }
   if (report == "gates" && compileTo.empty())
     last = gatec::findPhase("gated");
+  int cpuPhase = gatec::findPhase("cpu");
+  if (binary && last != cpuPhase) {
+    llvm::errs() << "gatec: --emit=" << emit
+                 << " needs every phase through 'cpu'\n";
+    return 1;
+  }
   if (!compileTo.empty() && (last = gatec::findPhase(compileTo)) < 0) {
     llvm::errs() << "gatec: unknown phase '" << compileTo
                  << "' for --compile-to (phases: " << phaseList() << ")\n";
@@ -220,7 +256,16 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  std::optional<gatec::ModelSignature> signature;
   for (int i = first; i <= last; ++i) {
+    if (i == cpuPhase) {
+      // The signature, read while the types are still tensors.
+      auto sig = gatec::readSignature(*module);
+      if (failed(sig))
+        return 1;
+      signature = *sig;
+      gatec::requestCInterface(*module);
+    }
     PassManager pm(&ctx);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
@@ -251,6 +296,34 @@ int main(int argc, char **argv) {
   }
   if (emit == "none")
     return 0;
+  if (binary) {
+    if (!signature) {
+      llvm::errs() << "gatec: a library needs the IR of a phase before 'cpu' "
+                      "(--compile-from=linalg or earlier)\n";
+      return 1;
+    }
+    gatec::EmitOptions opts;
+    opts.output = outputFile;
+    opts.objectOnly = emit == "obj";
+    opts.cc = ccPath;
+    opts.runtimeInclude = GATEC_RUNTIME_INCLUDE_DIR;
+    return failed(gatec::emitLibrary(*module, *signature, opts)) ? 1 : 0;
+  }
+  if (printLLVM) {
+    llvm::LLVMContext llctx;
+    auto llvmModule = translateModuleToLLVMIR(*module, llctx, "gatec_model");
+    if (!llvmModule)
+      return 1;
+    std::string err;
+    auto out = openOutputFile(outputFile, &err);
+    if (!out) {
+      llvm::errs() << "gatec: " << err << "\n";
+      return 1;
+    }
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return 0;
+  }
   bool toTerminal = outputFile == "-";
   if (failed(writeIR(*module, outputFile, toTerminal && elideWeights)))
     return 1;
