@@ -21,5 +21,5 @@ llvm_config.with_system_environment(["HOME", "PATH", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["gatec", "gatec-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["gatec", "gatec-opt", "gatec-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

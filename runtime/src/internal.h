@@ -1,4 +1,5 @@
 /*===- internal.h - Shared helpers of the gatec runtime ------------------===*/
+#define _POSIX_C_SOURCE 200809L /* posix_memalign, strerror, dlopen */
 #ifndef GATEC_RUNTIME_INTERNAL_H
 #define GATEC_RUNTIME_INTERNAL_H
 
