@@ -217,6 +217,34 @@ static void gatec_copy(char *dst, const char *src, int64_t rank,
   }
 }
 
+/* memref.copy of non-contiguous views calls this (MLIR's CRunnerUtils
+   signature); the model library carries its own so that it needs nothing
+   but libc and libm. */
+typedef struct { int64_t rank; void *descriptor; } gatec_unranked;
+__attribute__((visibility("hidden"))) void memrefCopy(int64_t esize,
+                                                      gatec_unranked *src,
+                                                      gatec_unranked *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
+  /* offset, sizes[rank], strides[rank] */
+  const int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
+  int64_t n = 1, idx[16] = {0};
+  for (int64_t i = 0; i < rank; ++i)
+    n *= sizes[i];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t so = sm[0], dof = dm[0];
+    for (int64_t i = 0; i < rank; ++i)
+      so += idx[i] * sstr[i], dof += idx[i] * dstr[i];
+    memcpy(d[1] + dof * esize, s[1] + so * esize, (size_t)esize);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < sizes[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+}
+
 static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes,
                      void **out_data, int64_t *const *out_shapes,
                      gatec_alloc_fn alloc, void *alloc_ctx, char *err,

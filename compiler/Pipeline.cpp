@@ -41,6 +41,7 @@ const std::vector<Phase> &getPhases() {
        [](mlir::OpPassManager &pm) {
          auto &f = pm.nest<mlir::func::FuncOp>();
          f.addPass(conversion::createConvertGatedToLinalg());
+         f.addPass(conversion::createConvertOnnxToLinalg());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
@@ -55,7 +56,8 @@ const std::vector<Phase> &getPhases() {
              "buffer-deallocation-simplification,"
              "bufferization-lower-deallocations,convert-bufferization-to-memref,"
              "cse,canonicalize,"
-             "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+             "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
+             "lower-affine,"
              "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
              "convert-to-llvm,reconcile-unrealized-casts",
              pm);

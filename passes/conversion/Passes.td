@@ -1,4 +1,4 @@
-//===- Passes.td - lowering out of the gated dialect -------*- tablegen -*-===//
+//===- Passes.td - lowering out of gated and onnx ----------*- tablegen -*-===//
 #ifndef GATEC_PASSES_CONVERSION_PASSES_TD
 #define GATEC_PASSES_CONVERSION_PASSES_TD
 
@@ -22,6 +22,57 @@ def ConvertGatedToLinalg : Pass<"convert-gated-to-linalg", "mlir::func::FuncOp">
     Dynamic dimensions are taken with tensor.dim; gated.attention needs
     static head counts (the KV head of a query head is an affine floordiv by
     Hq/Hkv) and reports an error otherwise.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
+}
+
+def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Lower the remaining onnx ops to linalg/tensor/arith/math on tensors";
+  let description = [{
+    Rewrites every onnx op that raising leaves in the `gated` phase into
+    linalg.generic / linalg.transpose / linalg.fill and tensor ops on
+    tensors, with the semantics of the ONNX operator specification
+    (https://onnx.ai/onnx/operators/, onnx 1.22, the newest opset of each
+    op) and of ONNX Broadcasting.md (numpy multidirectional broadcasting):
+
+    - onnx.Constant becomes arith.constant (dense or dense_resource; the
+      bufferization makes weights memref.globals); onnx.NoValue disappears.
+    - Element-wise ops (Add/Sub/Mul/Div/Pow/Max/Min/Sum, Sqrt, Reciprocal,
+      Neg, Abs, Exp, Log, Sigmoid, Tanh, Relu, Erf, Cos, Sin, Floor, Ceil,
+      Softplus, Gelu, LeakyRelu, HardSigmoid, Clip, Where, Equal/Less/
+      Greater(OrEqual)/And/Or/Not, Cast) are one broadcasting generic each.
+      Integer Div truncates toward zero; Cast from float to integer
+      truncates toward zero, to bool is `x != 0`. Transcendental maths of
+      f16/bf16 is computed in f32.
+    - MatMul (numpy batch broadcasting, 1-D operands) and Einsum (explicit
+      or implicit output, no ellipsis) are contractions accumulating in f32
+      for narrower floats; Reduce{Sum,Mean,Max,Min,Prod,L2}, Softmax,
+      LogSoftmax, LayerNormalization and RMSNormalization reduce the same way.
+    - Shape, Size, Gather, Concat, Unsqueeze, Range, ConstantOfShape and
+      Reshape also work on the i64 shape tensors that feed dynamic Reshapes.
+    - Reshape is a tensor.collapse_shape / expand_shape when its dims
+      provably regroup (static shapes, or a shape operand whose dynamic
+      elements are Shape/Gather chains of the same input dims), otherwise a
+      tensor.reshape whose target shape is computed at run time (0 copies
+      the input dim unless allowzero, -1 takes the remaining elements).
+      Flatten/Squeeze/Unsqueeze are collapses/expands; Slice and Split are
+      tensor.extract_slice; Transpose is linalg.transpose; Concat is
+      tensor.concat; Expand, Gather, Tile and Trilu are generics.
+
+    Dynamic dimensions are taken with tensor.dim (or read from the shape
+    operand); a dynamic dimension that broadcasts is taken to have the
+    broadcast size (it is not 1 at run time). Ops are lowered against the
+    original IR, so constant operands (axes, starts, split sizes, shapes) are
+    still readable when their users are lowered.
+
+    Unsupported forms report a located error `cannot be lowered: ...` and
+    fail the pass: non-constant axes/starts/ends/steps/split, Slice with
+    non-positive steps, Einsum with an ellipsis or a repeated label in one
+    operand, unsigned integer or unranked tensors, ops with regions (Scan),
+    and ops without a lowering.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

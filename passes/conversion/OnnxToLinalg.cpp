@@ -1,0 +1,1827 @@
+//===- OnnxToLinalg.cpp - --convert-onnx-to-linalg ------------------------===//
+//
+// Lowers the onnx ops that remain after raising (the `gated` phase) to
+// linalg / tensor / arith / math on tensors, with ONNX semantics.
+//
+// Every op is lowered against the *original* IR: operands are looked up in a
+// map from onnx values to their lowered values, while constant operands
+// (axes, starts, shapes) are read from the onnx ops, which stay in place
+// until the whole function is lowered. Only then are the uses replaced and
+// the onnx ops erased.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/conversion/Passes.h"
+
+#include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/OnnxDialect.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+#include <map>
+
+namespace gatec::conversion {
+#define GEN_PASS_DEF_CONVERTONNXTOLINALG
+#include "passes/conversion/Passes.h.inc"
+} // namespace gatec::conversion
+
+using namespace mlir;
+using namespace gatec;
+
+namespace {
+using utils::IteratorType;
+using Body = function_ref<Value(ImplicitLocOpBuilder &, ValueRange)>;
+
+//===----------------------------------------------------------------------===//
+// Scalar maths (inside linalg bodies)
+//===----------------------------------------------------------------------===//
+
+bool isFloat(Type t) { return isa<FloatType>(t); }
+
+/// The type a float reduction or contraction accumulates in: f32 for
+/// narrower floats, the element type otherwise.
+Type accType(Type e) {
+  auto f = dyn_cast<FloatType>(e);
+  if (f && f.getWidth() < 32)
+    return Float32Type::get(e.getContext());
+  return e;
+}
+
+TypedAttr scalarAttr(Builder &b, Type t, double v) {
+  if (isFloat(t))
+    return b.getFloatAttr(t, v);
+  if (t.isIndex())
+    return b.getIndexAttr((int64_t)v);
+  return b.getIntegerAttr(t, (int64_t)v);
+}
+
+Value scalar(ImplicitLocOpBuilder &b, Type t, double v) {
+  return arith::ConstantOp::create(b, scalarAttr(b, t, v));
+}
+
+/// The identity of max (-inf or the smallest integer) / of min.
+TypedAttr extremeAttr(Builder &b, Type t, bool negative) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return b.getFloatAttr(t, APFloat::getInf(f.getFloatSemantics(), negative));
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (w == 1)
+    return b.getIntegerAttr(t, negative ? 0 : 1);
+  return b.getIntegerAttr(t, negative ? APInt::getSignedMinValue(w)
+                                      : APInt::getSignedMaxValue(w));
+}
+
+/// ONNX Cast of one scalar between float, signed integer and bool types:
+/// float to integer truncates toward zero, anything to bool is `x != 0`,
+/// bool to a number is 0 or 1.
+Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  auto ff = dyn_cast<FloatType>(from), ft = dyn_cast<FloatType>(to);
+  if (ff && ft) {
+    if (ff.getWidth() == ft.getWidth()) // bf16 <-> f16
+      return arith::TruncFOp::create(
+          b, to, arith::ExtFOp::create(b, b.getF32Type(), v));
+    if (ff.getWidth() < ft.getWidth())
+      return arith::ExtFOp::create(b, to, v);
+    return arith::TruncFOp::create(b, to, v);
+  }
+  if (ff && to.isInteger(1))
+    return arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v,
+                                 scalar(b, from, 0));
+  if (ff)
+    return arith::FPToSIOp::create(b, to, v);
+  if (ft && from.isInteger(1))
+    return arith::UIToFPOp::create(b, to, v);
+  if (ft)
+    return arith::SIToFPOp::create(b, to, v);
+  if (to.isInteger(1))
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v,
+                                 scalar(b, from, 0));
+  unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
+  if (from.isInteger(1))
+    return arith::ExtUIOp::create(b, to, v);
+  if (wf < wt)
+    return arith::ExtSIOp::create(b, to, v);
+  return arith::TruncIOp::create(b, to, v);
+}
+
+/// Applies `f` in f32 (or f64) to a float scalar, converting narrower types
+/// there and back.
+Value inWideFloat(ImplicitLocOpBuilder &b, Value x,
+                  function_ref<Value(Value)> f) {
+  Type t = x.getType();
+  Type w = accType(t);
+  return convert(b, f(convert(b, x, w)), t);
+}
+
+Value sigmoid(ImplicitLocOpBuilder &b, Value x) {
+  Value one = scalar(b, x.getType(), 1.0);
+  Value e = math::ExpOp::create(b, arith::NegFOp::create(b, x));
+  return arith::DivFOp::create(b, one, arith::AddFOp::create(b, one, e));
+}
+
+Value gelu(ImplicitLocOpBuilder &b, Value x, bool tanhApprox) {
+  Type t = x.getType();
+  auto c = [&](double v) { return scalar(b, t, v); };
+  Value inner;
+  if (tanhApprox) {
+    Value x3 = arith::MulFOp::create(b, x, arith::MulFOp::create(b, x, x));
+    Value s =
+        arith::AddFOp::create(b, x, arith::MulFOp::create(b, c(0.044715), x3));
+    inner = math::TanhOp::create(
+        b, arith::MulFOp::create(b, c(std::sqrt(2.0 / M_PI)), s));
+  } else {
+    inner = math::ErfOp::create(
+        b, arith::MulFOp::create(b, x, c(1.0 / std::sqrt(2.0))));
+  }
+  Value h = arith::MulFOp::create(b, c(0.5), x);
+  return arith::MulFOp::create(b, h, arith::AddFOp::create(b, c(1.0), inner));
+}
+
+/// The maths of a unary op on a float scalar (already widened to f32/f64),
+/// or null if `op` is not a float unary op.
+Value floatUnary(Operation *op, ImplicitLocOpBuilder &b, Value x) {
+  Type t = x.getType();
+  auto c = [&](double v) { return scalar(b, t, v); };
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](onnx::SqrtOp) { return math::SqrtOp::create(b, x); })
+      .Case([&](onnx::ReciprocalOp) {
+        return arith::DivFOp::create(b, c(1.0), x);
+      })
+      .Case([&](onnx::NegOp) { return arith::NegFOp::create(b, x); })
+      .Case([&](onnx::AbsOp) { return math::AbsFOp::create(b, x); })
+      .Case([&](onnx::ExpOp) { return math::ExpOp::create(b, x); })
+      .Case([&](onnx::LogOp) { return math::LogOp::create(b, x); })
+      .Case([&](onnx::SigmoidOp) { return sigmoid(b, x); })
+      .Case([&](onnx::TanhOp) { return math::TanhOp::create(b, x); })
+      .Case(
+          [&](onnx::ReluOp) { return arith::MaximumFOp::create(b, x, c(0.0)); })
+      .Case([&](onnx::ErfOp) { return math::ErfOp::create(b, x); })
+      .Case([&](onnx::CosOp) { return math::CosOp::create(b, x); })
+      .Case([&](onnx::SinOp) { return math::SinOp::create(b, x); })
+      .Case([&](onnx::FloorOp) { return math::FloorOp::create(b, x); })
+      .Case([&](onnx::CeilOp) { return math::CeilOp::create(b, x); })
+      .Case([&](onnx::SoftplusOp) {
+        // log(1 + e^x), = x where e^x overflows the sum's precision.
+        Value big =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, c(20.0));
+        Value sp = math::Log1pOp::create(b, math::ExpOp::create(b, x));
+        return arith::SelectOp::create(b, big, x, sp);
+      })
+      .Case([&](onnx::GeluOp g) {
+        return gelu(b, x, g.getApproximate() == "tanh");
+      })
+      .Case([&](onnx::LeakyReluOp g) {
+        Value neg =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, c(0.0));
+        Value ax =
+            arith::MulFOp::create(b, c(g.getAlpha().convertToDouble()), x);
+        return arith::SelectOp::create(b, neg, ax, x);
+      })
+      .Case([&](onnx::HardSigmoidOp g) {
+        Value v = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, c(g.getAlpha().convertToDouble()), x),
+            c(g.getBeta().convertToDouble()));
+        return arith::MinimumFOp::create(
+            b, arith::MaximumFOp::create(b, v, c(0.0)), c(1.0));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// The maths of a unary op on a signed integer scalar, or null.
+Value intUnary(Operation *op, ImplicitLocOpBuilder &b, Value x) {
+  Value zero = scalar(b, x.getType(), 0);
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](onnx::NegOp) { return arith::SubIOp::create(b, zero, x); })
+      .Case([&](onnx::AbsOp) { return math::AbsIOp::create(b, x); })
+      .Case([&](onnx::ReluOp) { return arith::MaxSIOp::create(b, x, zero); })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// Add/Sub/Mul/Div/Max/Min/Sum of two scalars of one type; integer Div
+/// truncates toward zero (C semantics, as onnxruntime).
+Value binary(Operation *op, ImplicitLocOpBuilder &b, Value x, Value y) {
+  bool f = isFloat(x.getType());
+  return TypeSwitch<Operation *, Value>(op)
+      .Case<onnx::AddOp, onnx::SumOp>([&](Operation *) -> Value {
+        if (f)
+          return arith::AddFOp::create(b, x, y);
+        return arith::AddIOp::create(b, x, y);
+      })
+      .Case([&](onnx::SubOp) -> Value {
+        if (f)
+          return arith::SubFOp::create(b, x, y);
+        return arith::SubIOp::create(b, x, y);
+      })
+      .Case([&](onnx::MulOp) -> Value {
+        if (f)
+          return arith::MulFOp::create(b, x, y);
+        return arith::MulIOp::create(b, x, y);
+      })
+      .Case([&](onnx::DivOp) -> Value {
+        if (f)
+          return arith::DivFOp::create(b, x, y);
+        return arith::DivSIOp::create(b, x, y);
+      })
+      .Case([&](onnx::MaxOp) -> Value {
+        if (f)
+          return arith::MaximumFOp::create(b, x, y);
+        return arith::MaxSIOp::create(b, x, y);
+      })
+      .Case([&](onnx::MinOp) -> Value {
+        if (f)
+          return arith::MinimumFOp::create(b, x, y);
+        return arith::MinSIOp::create(b, x, y);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// ONNX Pow: the result has the base's type. Float bases compute in f32
+/// (or f64); integer bases compute in f64 and truncate, as onnxruntime
+/// (std::pow), exact while the power fits in 53 bits.
+Value power(ImplicitLocOpBuilder &b, Value x, Value y) {
+  Type t = x.getType();
+  if (isFloat(t))
+    return inWideFloat(b, x, [&](Value xw) -> Value {
+      return math::PowFOp::create(b, xw, convert(b, y, xw.getType()));
+    });
+  Value r = math::PowFOp::create(b, convert(b, x, b.getF64Type()),
+                                 convert(b, y, b.getF64Type()));
+  return convert(b, r, t);
+}
+
+/// Equal/Less/LessOrEqual/Greater/GreaterOrEqual of two scalars.
+Value compare(Operation *op, ImplicitLocOpBuilder &b, Value x, Value y) {
+  using FP = arith::CmpFPredicate;
+  using IP = arith::CmpIPredicate;
+  auto [fp, ip] = TypeSwitch<Operation *, std::pair<FP, IP>>(op)
+                      .Case([](onnx::EqualOp) {
+                        return std::pair{FP::OEQ, IP::eq};
+                      })
+                      .Case([](onnx::LessOp) {
+                        return std::pair{FP::OLT, IP::slt};
+                      })
+                      .Case([](onnx::LessOrEqualOp) {
+                        return std::pair{FP::OLE, IP::sle};
+                      })
+                      .Case([](onnx::GreaterOp) {
+                        return std::pair{FP::OGT, IP::sgt};
+                      })
+                      .Default([](Operation *) {
+                        return std::pair{FP::OGE, IP::sge};
+                      });
+  if (isFloat(x.getType()))
+    return arith::CmpFOp::create(b, fp, x, y);
+  if (x.getType().isInteger(1) && ip != IP::eq) // bools compare unsigned
+    ip = ip == IP::slt   ? IP::ult
+         : ip == IP::sle ? IP::ule
+         : ip == IP::sgt ? IP::ugt
+                         : IP::uge;
+  return arith::CmpIOp::create(b, ip, x, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Lowerer: the state of lowering one onnx op
+//===----------------------------------------------------------------------===//
+
+/// Builds the lowering of one onnx op at its position: the lowered operands
+/// (null for onnx.NoValue), the lowered results, and helpers for sizes,
+/// tensors and linalg.generic ops.
+struct Lowerer {
+  Operation *op;
+  ImplicitLocOpBuilder b;
+  SmallVector<Value> in;
+  SmallVector<Value> out;
+
+  explicit Lowerer(Operation *op) : op(op), b(op->getLoc(), op) {}
+
+  LogicalResult fail(const Twine &why) {
+    return op->emitOpError() << "cannot be lowered: " << why;
+  }
+  LogicalResult done(Value v) {
+    out.push_back(v);
+    return success();
+  }
+  RankedTensorType resultType(unsigned i = 0) {
+    return dyn_cast<RankedTensorType>(op->getResult(i).getType());
+  }
+  static RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  static int64_t rankOf(Value v) { return typeOf(v).getRank(); }
+
+  // Index arithmetic on OpFoldResults, folded when both sides are known.
+  OpFoldResult idx(int64_t v) { return b.getIndexAttr(v); }
+  Value val(OpFoldResult f) {
+    return getValueOrCreateConstantIndexOp(b, b.getLoc(), f);
+  }
+  template <typename OpT>
+  OpFoldResult fold(OpFoldResult x, OpFoldResult y,
+                    int64_t (*f)(int64_t, int64_t)) {
+    auto cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+    if (cx && cy)
+      return idx(f(*cx, *cy));
+    return OpFoldResult(OpT::create(b, val(x), val(y)).getResult());
+  }
+  OpFoldResult add(OpFoldResult x, OpFoldResult y) {
+    if (isConstantIntValue(y, 0))
+      return x;
+    if (isConstantIntValue(x, 0))
+      return y;
+    return fold<arith::AddIOp>(x, y,
+                               [](int64_t p, int64_t q) { return p + q; });
+  }
+  OpFoldResult sub(OpFoldResult x, OpFoldResult y) {
+    if (isConstantIntValue(y, 0))
+      return x;
+    return fold<arith::SubIOp>(x, y,
+                               [](int64_t p, int64_t q) { return p - q; });
+  }
+  OpFoldResult mul(OpFoldResult x, OpFoldResult y) {
+    if (isConstantIntValue(y, 1))
+      return x;
+    if (isConstantIntValue(x, 1))
+      return y;
+    return fold<arith::MulIOp>(x, y,
+                               [](int64_t p, int64_t q) { return p * q; });
+  }
+  OpFoldResult ceilDiv(OpFoldResult x, OpFoldResult y) {
+    if (isConstantIntValue(y, 1))
+      return x;
+    return fold<arith::CeilDivSIOp>(x, y, [](int64_t p, int64_t q) {
+      return p / q + ((p % q != 0) && ((p < 0) == (q < 0)));
+    });
+  }
+  OpFoldResult divTrunc(OpFoldResult x, OpFoldResult y) {
+    if (isConstantIntValue(y, 1))
+      return x;
+    return fold<arith::DivSIOp>(
+        x, y, [](int64_t p, int64_t q) { return q ? p / q : 0; });
+  }
+  OpFoldResult min(OpFoldResult x, OpFoldResult y) {
+    return fold<arith::MinSIOp>(
+        x, y, [](int64_t p, int64_t q) { return std::min(p, q); });
+  }
+  OpFoldResult max(OpFoldResult x, OpFoldResult y) {
+    return fold<arith::MaxSIOp>(
+        x, y, [](int64_t p, int64_t q) { return std::max(p, q); });
+  }
+
+  /// Size of dimension i of a ranked tensor.
+  OpFoldResult dim(Value t, int64_t i) {
+    int64_t s = typeOf(t).getDimSize(i);
+    if (s != ShapedType::kDynamic)
+      return idx(s);
+    return OpFoldResult(tensor::DimOp::create(b, t, i).getResult());
+  }
+  SmallVector<OpFoldResult> dims(Value t) {
+    SmallVector<OpFoldResult> r;
+    for (int64_t i = 0, n = rankOf(t); i < n; ++i)
+      r.push_back(dim(t, i));
+    return r;
+  }
+  OpFoldResult numel(Value t) {
+    OpFoldResult n = idx(1);
+    for (OpFoldResult d : dims(t))
+      n = mul(n, d);
+    return n;
+  }
+  /// Sizes of `t`, static dimensions taken from the type.
+  SmallVector<OpFoldResult> sizesOf(RankedTensorType t,
+                                    ArrayRef<OpFoldResult> computed) {
+    SmallVector<OpFoldResult> r(computed);
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (!t.isDynamicDim(i))
+        r[i] = idx(t.getDimSize(i));
+    return r;
+  }
+
+  /// Element `i` of an integer tensor (rank 0 or 1) as a scalar / an index.
+  Value element(Value t, int64_t i) {
+    SmallVector<Value> at;
+    if (rankOf(t) == 1)
+      at.push_back(arith::ConstantIndexOp::create(b, i));
+    return tensor::ExtractOp::create(b, t, at);
+  }
+  OpFoldResult elementIndex(Value t, int64_t i) {
+    Value e = element(t, i);
+    return OpFoldResult(
+        arith::IndexCastOp::create(b, b.getIndexType(), e).getResult());
+  }
+
+  /// tensor.empty of type `t`; its dynamic sizes from `sizes`.
+  Value empty(RankedTensorType t, ArrayRef<OpFoldResult> sizes) {
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (t.isDynamicDim(i))
+        dyn.push_back(val(sizes[i]));
+    return tensor::EmptyOp::create(b, t, dyn);
+  }
+  Value filled(RankedTensorType t, ArrayRef<OpFoldResult> sizes, TypedAttr v) {
+    Value c = arith::ConstantOp::create(b, v);
+    return linalg::FillOp::create(b, ValueRange{c}, ValueRange{empty(t, sizes)})
+        .getResult(0);
+  }
+  Value castTo(Value v, Type t) {
+    if (v.getType() == t)
+      return v;
+    return tensor::CastOp::create(b, t, v);
+  }
+
+  /// A parallel linalg.generic producing `outType` (sizes from `sizes`)
+  /// from `ins` read through `maps`.
+  Value generic(RankedTensorType outType, ArrayRef<OpFoldResult> sizes,
+                ValueRange ins, ArrayRef<AffineMap> maps, Body body) {
+    int64_t r = outType.getRank();
+    SmallVector<AffineMap> all(maps);
+    all.push_back(b.getMultiDimIdentityMap(r));
+    SmallVector<IteratorType> it(r, IteratorType::parallel);
+    auto g = linalg::GenericOp::create(
+        b, TypeRange{outType}, ins, ValueRange{empty(outType, sizes)}, all, it,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          linalg::YieldOp::create(ib, body(ib, a.drop_back()));
+        });
+    return g.getResult(0);
+  }
+
+  /// The map reading `t` broadcast (numpy rules) to `outShape`: missing
+  /// leading dims are dropped, size-1 dims read index 0. A dynamic dim is
+  /// taken to have the output's size.
+  AffineMap broadcastMap(ShapedType t, ArrayRef<int64_t> outShape) {
+    int64_t rank = outShape.size(), r = t.getRank();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < r; ++i) {
+      int64_t d = rank - r + i;
+      if (t.getDimSize(i) == 1 && outShape[d] != 1)
+        exprs.push_back(b.getAffineConstantExpr(0));
+      else
+        exprs.push_back(b.getAffineDimExpr(d));
+    }
+    return AffineMap::get(rank, 0, exprs, b.getContext());
+  }
+
+  /// Sizes of the broadcast of `ins` to `out`: a dynamic output dim takes
+  /// the size of an input that has it dynamic.
+  SmallVector<OpFoldResult> broadcastSizes(RankedTensorType out,
+                                           ValueRange ins) {
+    int64_t rank = out.getRank();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d < rank; ++d) {
+      OpFoldResult s = idx(out.isDynamicDim(d) ? 1 : out.getDimSize(d));
+      for (Value v : ins) {
+        int64_t i = d - (rank - rankOf(v));
+        if (out.isDynamicDim(d) && i >= 0 && typeOf(v).isDynamicDim(i)) {
+          s = dim(v, i);
+          break;
+        }
+      }
+      sizes.push_back(s);
+    }
+    return sizes;
+  }
+
+  /// An element-wise op over `ins`, broadcast to `outType`.
+  Value elementwise(RankedTensorType outType, ValueRange ins, Body body) {
+    SmallVector<AffineMap> maps;
+    for (Value v : ins)
+      maps.push_back(broadcastMap(typeOf(v), outType.getShape()));
+    return generic(outType, broadcastSizes(outType, ins), ins, maps, body);
+  }
+
+  /// The map of a tensor that has the dims of a rank-`rank` iteration
+  /// space without `dropped` ones.
+  AffineMap dropMap(int64_t rank, ArrayRef<int64_t> dropped) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < rank; ++i)
+      if (!llvm::is_contained(dropped, i))
+        exprs.push_back(b.getAffineDimExpr(i));
+    return AffineMap::get(rank, 0, exprs, b.getContext());
+  }
+
+  /// Reduces `x` over `axes` into a tensor (those dims dropped) of type
+  /// `acc`, starting from `init`: acc = step(acc, x, rows...), where each
+  /// of `rows` has the reduced tensor's shape.
+  Value
+  reduce(Value x, ArrayRef<int64_t> axes, Type acc, TypedAttr init,
+         ValueRange rows,
+         function_ref<Value(ImplicitLocOpBuilder &, Value, Value, ValueRange)>
+             step) {
+    RankedTensorType xt = typeOf(x);
+    int64_t r = xt.getRank();
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<IteratorType> it;
+    for (int64_t i = 0; i < r; ++i) {
+      bool red = llvm::is_contained(axes, i);
+      it.push_back(red ? IteratorType::reduction : IteratorType::parallel);
+      if (!red) {
+        shape.push_back(xt.getDimSize(i));
+        sizes.push_back(dim(x, i));
+      }
+    }
+    auto outType = RankedTensorType::get(shape, acc);
+    Value init0 = filled(outType, sizes, init);
+    AffineMap rowMap = dropMap(r, axes);
+    SmallVector<Value> ins{x};
+    ins.append(rows.begin(), rows.end());
+    SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(r)};
+    maps.append(rows.size() + 1, rowMap);
+    auto g = linalg::GenericOp::create(
+        b, TypeRange{outType}, ins, ValueRange{init0}, maps, it,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value v = step(ib, a.back(), a[0], a.slice(1, rows.size()));
+          linalg::YieldOp::create(ib, v);
+        });
+    return g.getResult(0);
+  }
+
+  /// The number of elements of `x` over `axes`, as a scalar of float type t.
+  Value countOf(Value x, ArrayRef<int64_t> axes, Type t) {
+    OpFoldResult n = idx(1);
+    for (int64_t a : axes)
+      n = mul(n, dim(x, a));
+    if (auto c = getConstantIntValue(n))
+      return scalar(b, t, (double)*c);
+    Value i = arith::IndexCastOp::create(b, b.getI64Type(), val(n));
+    return convert(b, i, t);
+  }
+
+  /// Inserts the size-1 dims of `to` (marked in `unit`) into `v`.
+  Value insertUnitDims(Value v, RankedTensorType to, ArrayRef<bool> unit) {
+    SmallVector<ReassociationIndices> groups(rankOf(v));
+    SmallVector<OpFoldResult> sizes;
+    int64_t k = -1;
+    for (int64_t j = 0; j < to.getRank(); ++j) {
+      if (!unit[j])
+        ++k;
+      if (!groups.empty())
+        groups[std::max<int64_t>(k, 0)].push_back(j);
+      sizes.push_back(unit[j] ? idx(1) : dim(v, k));
+    }
+    return tensor::ExpandShapeOp::create(b, to, v, groups, sizes);
+  }
+
+  /// Removes the dims of `v` marked in `drop` (size 1 at run time).
+  Value dropUnitDims(Value v, RankedTensorType to, ArrayRef<bool> drop) {
+    int64_t outRank = llvm::count(drop, false);
+    SmallVector<ReassociationIndices> groups(outRank);
+    int64_t k = -1;
+    for (int64_t i = 0; i < rankOf(v); ++i) {
+      if (!drop[i])
+        ++k;
+      if (!groups.empty())
+        groups[std::max<int64_t>(k, 0)].push_back(i);
+    }
+    return castTo(tensor::CollapseShapeOp::create(b, v, groups), to);
+  }
+
+  /// `v` reshaped to the static type `to`: one collapse or expand where
+  /// the dims regroup, otherwise through 1-D.
+  Value reshapeStatic(Value v, RankedTensorType to) {
+    auto st = typeOf(v);
+    if (st == to)
+      return v;
+    if (auto g = getReassociationIndicesForReshape(st, to)) {
+      if (st.getRank() > to.getRank())
+        return tensor::CollapseShapeOp::create(b, to, v, *g);
+      if (st.getRank() < to.getRank())
+        return tensor::ExpandShapeOp::create(b, to, v, *g);
+    }
+    auto flat =
+        RankedTensorType::get({st.getNumElements()}, st.getElementType());
+    return regroup(regroup(v, flat), to);
+  }
+  /// Between rank 1 and any rank (static shapes): one group of all dims.
+  Value regroup(Value v, RankedTensorType to) {
+    auto st = typeOf(v);
+    if (st == to)
+      return v;
+    SmallVector<ReassociationIndices> groups;
+    int64_t hi = std::max(st.getRank(), to.getRank());
+    if (std::min(st.getRank(), to.getRank()) == 1)
+      groups.push_back(llvm::to_vector(llvm::seq<int64_t>(0, hi)));
+    if (st.getRank() > to.getRank())
+      return tensor::CollapseShapeOp::create(b, to, v, groups);
+    return tensor::ExpandShapeOp::create(b, to, v, groups);
+  }
+
+  /// tensor.reshape of `v` to `to` with the given sizes.
+  Value reshapeDynamic(Value v, RankedTensorType to,
+                       ArrayRef<OpFoldResult> sizes) {
+    SmallVector<Value> s;
+    for (OpFoldResult f : sizes)
+      s.push_back(val(f));
+    Value shape = tensor::FromElementsOp::create(
+        b, RankedTensorType::get({(int64_t)s.size()}, b.getIndexType()), s);
+    return tensor::ReshapeOp::create(b, to, v, shape);
+  }
+};
+
+/// `axis` of a rank-`rank` tensor counted from the front, or nullopt if it
+/// is out of range.
+std::optional<int64_t> normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The elements of an integer constant operand, normalised as axes of a
+/// rank-`rank` tensor (negative axes count from the end).
+std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank) {
+  auto axes = onnx::getConstantInts(v);
+  if (!axes)
+    return std::nullopt;
+  for (int64_t &a : *axes) {
+    auto n = normAxis(a, rank);
+    if (!n ||
+        llvm::is_contained(ArrayRef(*axes).take_front(&a - axes->data()), *n))
+      return std::nullopt; // out of range or repeated
+    a = *n;
+  }
+  return axes;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+bool isUnsigned(Type t) {
+  auto i = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+  return i && !i.isSignless();
+}
+
+LogicalResult lowerUnary(Operation *op, Lowerer &l) {
+  RankedTensorType t = l.resultType();
+  Type e = t.getElementType();
+  bool f = isFloat(e);
+  if (!f && !isa<onnx::NegOp, onnx::AbsOp, onnx::ReluOp>(op))
+    return l.fail("integer operands");
+  return l.done(
+      l.elementwise(t, {l.in[0]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        if (!f)
+          return intUnary(op, b, a[0]);
+        return inWideFloat(b, a[0],
+                           [&](Value x) { return floatUnary(op, b, x); });
+      }));
+}
+
+LogicalResult lowerBinary(Operation *op, Lowerer &l) {
+  RankedTensorType t = l.resultType();
+  SmallVector<Value> ins(l.in);
+  return l.done(
+      l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        if (isa<onnx::PowOp>(op))
+          return power(b, a[0], a[1]);
+        Value acc = a[0];
+        for (Value v : a.drop_front())
+          acc = binary(op, b, acc, v);
+        return acc;
+      }));
+}
+
+LogicalResult lowerCompare(Operation *op, Lowerer &l) {
+  return l.done(l.elementwise(l.resultType(), {l.in[0], l.in[1]},
+                              [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                                return compare(op, b, a[0], a[1]);
+                              }));
+}
+
+LogicalResult lowerLogical(Operation *op, Lowerer &l) {
+  SmallVector<Value> ins(l.in);
+  return l.done(l.elementwise(
+      l.resultType(), ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        return TypeSwitch<Operation *, Value>(op)
+            .Case([&](onnx::AndOp) {
+              return arith::AndIOp::create(b, a[0], a[1]);
+            })
+            .Case(
+                [&](onnx::OrOp) { return arith::OrIOp::create(b, a[0], a[1]); })
+            .Default([&](Operation *) {
+              return arith::XOrIOp::create(b, a[0],
+                                           scalar(b, b.getI1Type(), 1));
+            });
+      }));
+}
+
+LogicalResult lower(onnx::WhereOp op, Lowerer &l) {
+  return l.done(l.elementwise(l.resultType(), {l.in[0], l.in[1], l.in[2]},
+                              [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                                return arith::SelectOp::create(b, a[0], a[1],
+                                                               a[2]);
+                              }));
+}
+
+LogicalResult lower(onnx::CastOp op, Lowerer &l) {
+  RankedTensorType t = l.resultType();
+  Type to = t.getElementType();
+  if (!to.isIntOrFloat() || !l.typeOf(l.in[0]).getElementType().isIntOrFloat())
+    return l.fail("only casts between float, integer and bool types");
+  return l.done(
+      l.elementwise(t, {l.in[0]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        return convert(b, a[0], to);
+      }));
+}
+
+LogicalResult lower(onnx::ClipOp op, Lowerer &l) {
+  RankedTensorType t = l.resultType();
+  bool hasMin = (bool)l.in[1], hasMax = (bool)l.in[2];
+  SmallVector<Value> ins{l.in[0]};
+  if (hasMin)
+    ins.push_back(l.in[1]);
+  if (hasMax)
+    ins.push_back(l.in[2]);
+  bool f = isFloat(t.getElementType());
+  return l.done(
+      l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value x = a[0];
+        if (hasMin)
+          x = f ? (Value)arith::MaximumFOp::create(b, x, a[1])
+                : (Value)arith::MaxSIOp::create(b, x, a[1]);
+        if (hasMax)
+          x = f ? (Value)arith::MinimumFOp::create(b, x, a.back())
+                : (Value)arith::MinSIOp::create(b, x, a.back());
+        return x;
+      }));
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions: MatMul, Einsum
+//===----------------------------------------------------------------------===//
+
+/// Exprs reading the `n` leading (batch) dims of `t` broadcast to the
+/// result batch dims [0, nb) of `out`.
+void batchExprs(Lowerer &l, RankedTensorType t, int64_t n, int64_t nb,
+                RankedTensorType out, SmallVectorImpl<AffineExpr> &exprs) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = nb - n + i;
+    if (t.getDimSize(i) == 1 && out.getDimSize(d) != 1)
+      exprs.push_back(l.b.getAffineConstantExpr(0));
+    else
+      exprs.push_back(l.b.getAffineDimExpr(d));
+  }
+}
+
+/// A contraction over the loops [0, nLoops), the first `out.getRank()`
+/// parallel: out += Π ins, accumulated in accType(element type).
+Value contract(Lowerer &l, RankedTensorType out, ArrayRef<OpFoldResult> sizes,
+               ValueRange ins, ArrayRef<AffineMap> maps, int64_t nLoops) {
+  Type e = out.getElementType(), acc = accType(e);
+  auto accT = RankedTensorType::get(out.getShape(), acc);
+  Value init = l.filled(accT, sizes, scalarAttr(l.b, acc, 0));
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t i = 0; i < out.getRank(); ++i)
+    outExprs.push_back(l.b.getAffineDimExpr(i));
+  SmallVector<AffineMap> all(maps);
+  all.push_back(AffineMap::get(nLoops, 0, outExprs, l.b.getContext()));
+  SmallVector<IteratorType> it(nLoops, IteratorType::reduction);
+  std::fill_n(it.begin(), out.getRank(), IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      l.b, TypeRange{accT}, ins, ValueRange{init}, all, it,
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value p = convert(ib, a[0], acc);
+        for (Value v : a.drop_front().drop_back())
+          p = isFloat(acc)
+                  ? (Value)arith::MulFOp::create(ib, p, convert(ib, v, acc))
+                  : (Value)arith::MulIOp::create(ib, p, convert(ib, v, acc));
+        Value s = isFloat(acc) ? (Value)arith::AddFOp::create(ib, a.back(), p)
+                               : (Value)arith::AddIOp::create(ib, a.back(), p);
+        linalg::YieldOp::create(ib, s);
+      });
+  Value r = g.getResult(0);
+  if (acc == e)
+    return r;
+  return l.elementwise(out, {r}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+    return convert(b, a[0], e);
+  });
+}
+
+LogicalResult lower(onnx::MatMulOp op, Lowerer &l) {
+  Value a = l.in[0], bm = l.in[1];
+  RankedTensorType at = l.typeOf(a), bt = l.typeOf(bm), rt = l.resultType();
+  int64_t ra = at.getRank(), rb = bt.getRank(), r = rt.getRank();
+  bool aVec = ra == 1, bVec = rb == 1;
+  int64_t nb = r - (aVec ? 0 : 1) - (bVec ? 0 : 1);
+  if (ra < 1 || rb < 1 || nb < 0)
+    return l.fail("operands of rank 0");
+  AffineExpr k = l.b.getAffineDimExpr(r);
+  SmallVector<AffineExpr> ae, be;
+  batchExprs(l, at, std::max<int64_t>(ra - 2, 0), nb, rt, ae);
+  if (!aVec)
+    ae.push_back(l.b.getAffineDimExpr(nb));
+  ae.push_back(k);
+  batchExprs(l, bt, std::max<int64_t>(rb - 2, 0), nb, rt, be);
+  be.push_back(k);
+  if (!bVec)
+    be.push_back(l.b.getAffineDimExpr(r - 1));
+  // Result sizes: batch dims from an operand that has them dynamic.
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < nb; ++d) {
+    int64_t ia = d - (nb - std::max<int64_t>(ra - 2, 0));
+    int64_t ib = d - (nb - std::max<int64_t>(rb - 2, 0));
+    if (ia >= 0 && at.isDynamicDim(ia))
+      sizes.push_back(l.dim(a, ia));
+    else if (ib >= 0 && bt.isDynamicDim(ib))
+      sizes.push_back(l.dim(bm, ib));
+    else
+      sizes.push_back(l.idx(rt.isDynamicDim(d) ? 1 : rt.getDimSize(d)));
+  }
+  if (!aVec)
+    sizes.push_back(l.dim(a, ra - 2));
+  if (!bVec)
+    sizes.push_back(l.dim(bm, rb - 1));
+  MLIRContext *ctx = l.b.getContext();
+  return l.done(contract(
+      l, rt, l.sizesOf(rt, sizes), {a, bm},
+      {AffineMap::get(r + 1, 0, ae, ctx), AffineMap::get(r + 1, 0, be, ctx)},
+      r + 1));
+}
+
+/// An einsum equation without ellipsis: one term per input, the output term.
+struct Einsum {
+  SmallVector<std::string> terms;
+  std::string output;
+};
+
+FailureOr<Einsum> parseEinsum(StringRef equation, size_t nInputs,
+                              std::string &why) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ')
+      eq.push_back(c);
+  if (eq.find("...") != std::string::npos)
+    return why = "einsum with an ellipsis", failure();
+  Einsum e;
+  size_t arrow = eq.find("->");
+  SmallVector<StringRef> parts;
+  StringRef(eq).substr(0, arrow).split(parts, ',');
+  std::map<char, int> count;
+  for (StringRef p : parts) {
+    e.terms.push_back(p.str());
+    for (char c : p)
+      if (llvm::count(p, c) > 1)
+        return why = "einsum with a repeated label in one operand", failure();
+    for (char c : p)
+      ++count[c];
+  }
+  if (e.terms.size() != nInputs)
+    return why = "einsum terms do not match the inputs", failure();
+  if (arrow != std::string::npos) {
+    e.output = eq.substr(arrow + 2);
+  } else {
+    for (auto [c, n] : count) // implicit form: labels seen once, sorted
+      if (n == 1)
+        e.output.push_back(c);
+  }
+  for (char c : e.output)
+    if (!count.count(c))
+      return why = "einsum output label not in any input", failure();
+  return e;
+}
+
+LogicalResult lower(onnx::EinsumOp op, Lowerer &l) {
+  std::string why;
+  FailureOr<Einsum> e = parseEinsum(op.getEquation(), l.in.size(), why);
+  if (failed(e))
+    return l.fail(why);
+  // Loops: the output labels in order, then the summed labels.
+  std::string loops = e->output;
+  for (const std::string &t : e->terms)
+    for (char c : t)
+      if (loops.find(c) == std::string::npos)
+        loops.push_back(c);
+  MLIRContext *ctx = l.b.getContext();
+  SmallVector<AffineMap> maps;
+  for (const std::string &t : e->terms) {
+    SmallVector<AffineExpr> exprs;
+    for (char c : t)
+      exprs.push_back(l.b.getAffineDimExpr(loops.find(c)));
+    maps.push_back(AffineMap::get(loops.size(), 0, exprs, ctx));
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (char c : e->output)
+    for (auto [t, v] : llvm::zip(e->terms, l.in))
+      if (size_t p = t.find(c); p != std::string::npos) {
+        sizes.push_back(l.dim(v, p));
+        break;
+      }
+  RankedTensorType rt = l.resultType();
+  SmallVector<Value> ins(l.in);
+  return l.done(contract(l, rt, l.sizesOf(rt, sizes), ins, maps, loops.size()));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+/// The axes a Reduce* op reduces: its constant `axes` input, or all axes.
+/// Empty with noop_with_empty_axes means none.
+template <typename OpT>
+std::optional<SmallVector<int64_t>> reduceAxes(OpT op, Lowerer &l) {
+  int64_t r = l.rankOf(l.in[0]);
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < r; ++i)
+    all.push_back(i);
+  if (!l.in[1])
+    return op.getNoopWithEmptyAxes() ? SmallVector<int64_t>{} : all;
+  auto axes = constantAxes(op.getAxes(), r);
+  if (axes && axes->empty() && !op.getNoopWithEmptyAxes())
+    return all;
+  return axes;
+}
+
+/// One step of a Reduce* op: the accumulator combined with an element.
+Value reduceStep(Operation *op, ImplicitLocOpBuilder &b, Value acc, Value v) {
+  bool f = isFloat(acc.getType());
+  auto add = [&](Value x, Value y) -> Value {
+    if (f)
+      return arith::AddFOp::create(b, x, y);
+    return arith::AddIOp::create(b, x, y);
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    if (f)
+      return arith::MulFOp::create(b, x, y);
+    return arith::MulIOp::create(b, x, y);
+  };
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](onnx::ReduceMaxOp) -> Value {
+        if (f)
+          return arith::MaximumFOp::create(b, acc, v);
+        return arith::MaxSIOp::create(b, acc, v);
+      })
+      .Case([&](onnx::ReduceMinOp) -> Value {
+        if (f)
+          return arith::MinimumFOp::create(b, acc, v);
+        return arith::MinSIOp::create(b, acc, v);
+      })
+      .Case([&](onnx::ReduceProdOp) { return mul(acc, v); })
+      .Case([&](onnx::ReduceL2Op) { return add(acc, mul(v, v)); })
+      .Default([&](Operation *) { return add(acc, v); });
+}
+
+TypedAttr reduceInit(Operation *op, Builder &b, Type acc) {
+  if (isa<onnx::ReduceMaxOp>(op))
+    return extremeAttr(b, acc, true);
+  if (isa<onnx::ReduceMinOp>(op))
+    return extremeAttr(b, acc, false);
+  return scalarAttr(b, acc, isa<onnx::ReduceProdOp>(op) ? 1 : 0);
+}
+
+template <typename OpT> LogicalResult lowerReduce(OpT op, Lowerer &l) {
+  auto axes = reduceAxes(op, l);
+  if (!axes)
+    return l.fail("non-constant axes");
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  if (axes->empty())
+    return l.done(x);
+  Operation *o = op.getOperation();
+  Type e = rt.getElementType(), acc = accType(e);
+  bool f = isFloat(acc), mean = isa<onnx::ReduceMeanOp>(o),
+       l2 = isa<onnx::ReduceL2Op>(o);
+  if (l2 && !f)
+    return l.fail("integer ReduceL2");
+  Value red =
+      l.reduce(x, *axes, acc, reduceInit(o, l.b, acc), {},
+               [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange) {
+                 return reduceStep(o, b, a, convert(b, v, acc));
+               });
+  // Mean divides by the count, L2 takes the root; back to the element type.
+  Value n = mean ? l.countOf(x, *axes, acc) : Value();
+  auto redT = l.typeOf(red).clone(e);
+  red = l.elementwise(redT, {red}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+    Value v = a[0];
+    if (mean)
+      v = f ? (Value)arith::DivFOp::create(b, v, n)
+            : (Value)arith::DivSIOp::create(b, v, n);
+    if (l2)
+      v = math::SqrtOp::create(b, v);
+    return convert(b, v, e);
+  });
+  if (!op.getKeepdims())
+    return l.done(l.castTo(red, rt));
+  SmallVector<bool> unit(rt.getRank(), false);
+  for (int64_t a : *axes)
+    unit[a] = true;
+  return l.done(l.insertUnitDims(red, rt, unit));
+}
+
+/// Softmax / LogSoftmax over one axis, in f32 (or f64).
+LogicalResult lowerSoftmax(int64_t onnxAxis, bool log, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank();
+  auto ax = normAxis(onnxAxis, r);
+  if (!ax)
+    return l.fail("axis out of range");
+  int64_t axis = *ax;
+  Type e = rt.getElementType(), acc = accType(e);
+  Value m = l.reduce(
+      x, {axis}, acc, extremeAttr(l.b, acc, true), {},
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange) -> Value {
+        return arith::MaximumFOp::create(b, a, convert(b, v, acc));
+      });
+  Value s = l.reduce(
+      x, {axis}, acc, scalarAttr(l.b, acc, 0), {m},
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange rows) -> Value {
+        Value d = arith::SubFOp::create(b, convert(b, v, acc), rows[0]);
+        return arith::AddFOp::create(b, a, math::ExpOp::create(b, d));
+      });
+  AffineMap row = l.dropMap(r, {axis});
+  return l.done(l.generic(
+      rt, l.dims(x), {x, m, s}, {l.b.getMultiDimIdentityMap(r), row, row},
+      [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value d = arith::SubFOp::create(b, convert(b, a[0], acc), a[1]);
+        Value y = log ? (Value)arith::SubFOp::create(
+                            b, d, math::LogOp::create(b, a[2]))
+                      : (Value)arith::DivFOp::create(
+                            b, math::ExpOp::create(b, d), a[2]);
+        return convert(b, y, e);
+      }));
+}
+
+/// The mean of `x` over `axes` (dropped), in `acc`; `n` is their count.
+Value normMean(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n) {
+  Value sum = l.reduce(
+      x, axes, acc, scalarAttr(l.b, acc, 0), {},
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange) -> Value {
+        return arith::AddFOp::create(b, a, convert(b, v, acc));
+      });
+  return l.elementwise(l.typeOf(sum), {sum},
+                       [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                         return arith::DivFOp::create(b, a[0], n);
+                       });
+}
+
+/// 1 / sqrt(mean((x - mean)^2) + eps) over `axes`; without `mean`, the
+/// root mean square's reciprocal (RMSNormalization).
+Value normInvStd(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n,
+                 Value mean, double eps) {
+  SmallVector<Value> rows;
+  if (mean)
+    rows.push_back(mean);
+  Value ss = l.reduce(
+      x, axes, acc, scalarAttr(l.b, acc, 0), rows,
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
+        Value d = convert(b, v, acc);
+        if (!m.empty())
+          d = arith::SubFOp::create(b, d, m[0]);
+        return arith::AddFOp::create(b, a, arith::MulFOp::create(b, d, d));
+      });
+  Value epsV = scalar(l.b, acc, eps);
+  return l.elementwise(
+      l.typeOf(ss), {ss}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value var = arith::DivFOp::create(b, a[0], n);
+        return math::RsqrtOp::create(b, arith::AddFOp::create(b, var, epsV));
+      });
+}
+
+/// y = (x - mean) * inv * scale + bias, scale and bias broadcast to x.
+Value normApply(Lowerer &l, RankedTensorType rt, ArrayRef<int64_t> axes,
+                Value x, Value inv, Value scale, Value mean, Value bias) {
+  int64_t r = rt.getRank();
+  Type e = rt.getElementType(), acc = accType(e);
+  AffineMap row = l.dropMap(r, axes);
+  SmallVector<Value> ins{x, inv, scale};
+  SmallVector<AffineMap> maps{l.b.getMultiDimIdentityMap(r), row,
+                              l.broadcastMap(l.typeOf(scale), rt.getShape())};
+  if (mean) {
+    ins.push_back(mean);
+    maps.push_back(row);
+  }
+  if (bias) {
+    ins.push_back(bias);
+    maps.push_back(l.broadcastMap(l.typeOf(bias), rt.getShape()));
+  }
+  return l.generic(
+      rt, l.dims(x), ins, maps, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value v = convert(b, a[0], acc);
+        if (mean)
+          v = arith::SubFOp::create(b, v, a[3]);
+        v = arith::MulFOp::create(b, arith::MulFOp::create(b, v, a[1]),
+                                  convert(b, a[2], acc));
+        if (bias)
+          v = arith::AddFOp::create(b, v, convert(b, a.back(), acc));
+        return convert(b, v, e);
+      });
+}
+
+/// A normalisation statistic (reduced dims dropped) as the result `i`:
+/// the reduced dims back as 1s, its element type; null where unused.
+Value normStat(Lowerer &l, unsigned i, Value v, ArrayRef<int64_t> axes) {
+  auto t = l.resultType(i);
+  if (!t)
+    return Value();
+  Value c = l.elementwise(l.typeOf(v).clone(t.getElementType()), {v},
+                          [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                            return convert(b, a[0], t.getElementType());
+                          });
+  SmallVector<bool> unit(t.getRank(), false);
+  for (int64_t a : axes)
+    unit[a] = true;
+  return l.insertUnitDims(c, t, unit);
+}
+
+/// LayerNormalization (Y, and Mean / InvStdDev where used) or, with
+/// `rms`, RMSNormalization, over the dims [axis, rank), in f32 (or f64).
+LogicalResult lowerNorm(int64_t onnxAxis, double eps, bool rms, Lowerer &l) {
+  Value x = l.in[0], scale = l.in[1], bias = rms ? Value() : l.in[2];
+  RankedTensorType rt = l.resultType();
+  auto axis = normAxis(onnxAxis, rt.getRank());
+  if (!axis)
+    return l.fail("axis out of range");
+  auto axes = llvm::to_vector(llvm::seq<int64_t>(*axis, rt.getRank()));
+  Type acc = accType(rt.getElementType());
+  Value n = l.countOf(x, axes, acc);
+  Value mean = rms ? Value() : normMean(l, x, axes, acc, n);
+  Value inv = normInvStd(l, x, axes, acc, n, mean, eps);
+  l.out.push_back(normApply(l, rt, axes, x, inv, scale, mean, bias));
+  if (!rms && l.op->getNumResults() == 3) {
+    l.out.push_back(normStat(l, 1, mean, axes));
+    l.out.push_back(normStat(l, 2, inv, axes));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape computations: Shape, Size, ConstantOfShape, Range
+//===----------------------------------------------------------------------===//
+
+LogicalResult lower(onnx::ShapeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  auto norm = [&](int64_t v) {
+    return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r);
+  };
+  int64_t start = norm((int64_t)op.getStart());
+  int64_t end = norm(op.getEnd() ? (int64_t)*op.getEnd() : r);
+  RankedTensorType rt = l.resultType();
+  if (end <= start)
+    return l.done(arith::ConstantOp::create(
+        l.b, DenseElementsAttr::get(rt, ArrayRef<Attribute>{})));
+  SmallVector<Value> elems;
+  for (int64_t i = start; i < end; ++i) {
+    OpFoldResult d = l.dim(x, i);
+    if (auto c = getConstantIntValue(d))
+      elems.push_back(scalar(l.b, l.b.getI64Type(), (double)*c));
+    else
+      elems.push_back(
+          arith::IndexCastOp::create(l.b, l.b.getI64Type(), l.val(d)));
+  }
+  return l.done(tensor::FromElementsOp::create(l.b, rt, elems));
+}
+
+LogicalResult lower(onnx::SizeOp op, Lowerer &l) {
+  Value n = arith::IndexCastOp::create(l.b, l.b.getI64Type(),
+                                       l.val(l.numel(l.in[0])));
+  return l.done(tensor::FromElementsOp::create(l.b, l.resultType(), n));
+}
+
+LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  TypedAttr v = scalarAttr(l.b, rt.getElementType(), 0);
+  if (auto attr = op.getValueAttr()) {
+    auto dense = dyn_cast<DenseElementsAttr>(attr);
+    if (!dense || dense.getNumElements() != 1)
+      return l.fail("value is not a one-element dense tensor");
+    v = cast<TypedAttr>(*dense.value_begin<Attribute>());
+    if (v.getType() != rt.getElementType())
+      return l.fail("value of another element type than the result");
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rt.getRank(); ++i)
+    sizes.push_back(rt.isDynamicDim(i) ? l.elementIndex(l.in[0], i)
+                                       : l.idx(rt.getDimSize(i)));
+  return l.done(l.filled(rt, sizes, v));
+}
+
+LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  Type e = rt.getElementType();
+  ImplicitLocOpBuilder &b = l.b;
+  Value start = l.element(l.in[0], 0), limit = l.element(l.in[1], 0),
+        delta = l.element(l.in[2], 0);
+  // n = max(ceil((limit - start) / delta), 0), the quotient in f64 as
+  // onnxruntime computes it.
+  Value n;
+  if (isFloat(e)) {
+    Type f64 = b.getF64Type();
+    Value d = convert(b, arith::SubFOp::create(b, limit, start), f64);
+    Value q = arith::DivFOp::create(b, d, convert(b, delta, f64));
+    n = arith::FPToSIOp::create(b, b.getI64Type(), math::CeilOp::create(b, q));
+  } else {
+    Value q = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, limit, start), delta);
+    n = convert(b, q, b.getI64Type());
+  }
+  n = arith::MaxSIOp::create(b, n, scalar(b, b.getI64Type(), 0));
+  OpFoldResult size = OpFoldResult(
+      arith::IndexCastOp::create(b, b.getIndexType(), n).getResult());
+  return l.done(
+      l.generic(rt, l.sizesOf(rt, {size}), {}, {},
+                [&](ImplicitLocOpBuilder &ib, ValueRange) {
+                  Value i = arith::IndexCastOp::create(
+                      ib, ib.getI64Type(), linalg::IndexOp::create(ib, 0));
+                  Value iv = convert(ib, i, e);
+                  if (isFloat(e))
+                    return (Value)arith::AddFOp::create(
+                        ib, start, arith::MulFOp::create(ib, iv, delta));
+                  return (Value)arith::AddIOp::create(
+                      ib, start, arith::MulIOp::create(ib, iv, delta));
+                }));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement: Reshape, Flatten, (Un)Squeeze, Transpose, Concat, Slice,
+// Split, Expand, Gather, Tile, Trilu
+//===----------------------------------------------------------------------===//
+
+/// The target sizes of a Reshape, computed at run time where the shape
+/// operand is not constant: 0 copies the input dim (allowzero = 0), -1 is
+/// the element count over the product of the others.
+SmallVector<OpFoldResult> reshapeSizes(onnx::ReshapeOp op, Lowerer &l) {
+  Value x = l.in[0], shape = l.in[1];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank(), rx = l.rankOf(x);
+  auto known = onnx::getPartialInts(op.getShape());
+  if (known && (int64_t)known->size() != r)
+    known = std::nullopt;
+  ImplicitLocOpBuilder &b = l.b;
+  auto isMinusOne = [&](OpFoldResult v) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l.val(v),
+                                 l.val(l.idx(-1)));
+  };
+  auto select = [&](Value c, OpFoldResult t, OpFoldResult f) {
+    return OpFoldResult(
+        arith::SelectOp::create(b, c, l.val(t), l.val(f)).getResult());
+  };
+  // Each element with a 0 resolved; `unknown` ones may still be -1.
+  SmallVector<OpFoldResult> v(r);
+  SmallVector<bool> unknown(r, false), rest(r, false);
+  for (int64_t i = 0; i < r; ++i) {
+    std::optional<int64_t> k = known ? (*known)[i] : std::nullopt;
+    if (!rt.isDynamicDim(i))
+      k = rt.getDimSize(i);
+    bool copy = !op.getAllowzero() && i < rx;
+    if (k) {
+      rest[i] = *k == -1;
+      v[i] = *k == 0 && copy ? l.dim(x, i) : l.idx(*k);
+      continue;
+    }
+    unknown[i] = true;
+    v[i] = l.elementIndex(shape, i);
+    if (copy) {
+      Value zero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         l.val(v[i]), l.val(l.idx(0)));
+      v[i] = select(zero, l.dim(x, i), v[i]);
+    }
+  }
+  OpFoldResult prod = l.idx(1);
+  for (int64_t i = 0; i < r; ++i)
+    if (!rest[i])
+      prod = l.mul(prod, unknown[i] ? select(isMinusOne(v[i]), l.idx(1), v[i])
+                                    : v[i]);
+  OpFoldResult total = l.divTrunc(l.numel(x), prod);
+  for (int64_t i = 0; i < r; ++i) {
+    if (rest[i])
+      v[i] = total;
+    else if (unknown[i])
+      v[i] = select(isMinusOne(v[i]), total, v[i]);
+  }
+  return v;
+}
+
+/// The input dim among `candidates` that element `j` of the Reshape's
+/// shape provably copies (a 0 without allowzero, or a Shape/Gather chain of
+/// the same dim), or -1.
+int64_t copiedDim(onnx::ReshapeOp op, const onnx::DimExpr &d, int64_t j,
+                  ArrayRef<int64_t> candidates) {
+  if (d.value && *d.value == 0 && !op.getAllowzero())
+    return llvm::is_contained(candidates, j) ? j : -1;
+  for (int64_t i : candidates)
+    if (d.src && onnx::sameDim(d.src, d.dim, op.getData(), i))
+      return i;
+  return -1;
+}
+
+/// Whether the Reshape's input dims `src` provably hold the same elements
+/// as its result dims `dst`: each dynamic dim matched by a copy on the
+/// other side and equal static products, or the group holds the -1 (left
+/// to the element count, all other groups being exact).
+bool groupIsExact(onnx::ReshapeOp op, ArrayRef<onnx::DimExpr> elems,
+                  ArrayRef<int64_t> src, ArrayRef<int64_t> dst) {
+  auto st = cast<RankedTensorType>(op.getData().getType());
+  auto rt = cast<RankedTensorType>(op.getType());
+  int64_t sProd = 1, dProd = 1;
+  bool rest = false;
+  SmallVector<int64_t> srcDyn;
+  for (int64_t i : src) {
+    if (st.isDynamicDim(i))
+      srcDyn.push_back(i);
+    else
+      sProd *= st.getDimSize(i);
+  }
+  for (int64_t j : dst) {
+    if (!rt.isDynamicDim(j)) {
+      dProd *= rt.getDimSize(j);
+    } else if (elems[j].value && *elems[j].value == -1) {
+      rest = true;
+    } else {
+      auto it = llvm::find(srcDyn, copiedDim(op, elems[j], j, srcDyn));
+      if (it == srcDyn.end())
+        return false;
+      srcDyn.erase(it);
+    }
+  }
+  return rest || (srcDyn.empty() && sProd == dProd);
+}
+
+/// Whether collapsing (or expanding) the Reshape's input by `groups` is
+/// what the Reshape computes (every group exact).
+bool reshapeIsGrouping(onnx::ReshapeOp op,
+                       ArrayRef<ReassociationIndices> groups) {
+  auto elems = onnx::getShapeDims(op.getShape());
+  auto rt = cast<RankedTensorType>(op.getType());
+  if (!elems || (int64_t)elems->size() != rt.getRank())
+    return false;
+  bool collapse =
+      cast<RankedTensorType>(op.getData().getType()).getRank() > rt.getRank();
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    int64_t one[] = {(int64_t)g};
+    ArrayRef<int64_t> many = group;
+    if (!groupIsExact(op, *elems, collapse ? many : one,
+                      collapse ? ArrayRef<int64_t>(one) : many))
+      return false;
+  }
+  return true;
+}
+
+/// Sizes of an expanding Reshape proven by reshapeIsGrouping: static, a
+/// copied input dim, or (the -1) the input dim over the group's others.
+SmallVector<OpFoldResult> expandSizes(Lowerer &l, Value x, RankedTensorType rt,
+                                      ArrayRef<ReassociationIndices> groups) {
+  SmallVector<OpFoldResult> sizes(rt.getRank());
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    int64_t staticProd = 1, dyn = -1;
+    for (int64_t j : group) {
+      if (rt.isDynamicDim(j))
+        dyn = j;
+      else
+        staticProd *= rt.getDimSize(j);
+      sizes[j] = l.idx(rt.isDynamicDim(j) ? 1 : rt.getDimSize(j));
+    }
+    if (dyn >= 0)
+      sizes[dyn] = l.divTrunc(l.dim(x, g), l.idx(staticProd));
+  }
+  return sizes;
+}
+
+LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType st = l.typeOf(x), rt = l.resultType();
+  if (st.hasStaticShape() && rt.hasStaticShape())
+    return l.done(l.reshapeStatic(x, rt));
+  auto groups = getReassociationIndicesForReshape(st, rt);
+  if (groups && reshapeIsGrouping(op, *groups)) {
+    if (st.getRank() > rt.getRank())
+      return l.done(
+          l.castTo(tensor::CollapseShapeOp::create(l.b, x, *groups), rt));
+    bool oneDynPerGroup = llvm::all_of(*groups, [&](auto &g) {
+      return llvm::count_if(g, [&](int64_t j) { return rt.isDynamicDim(j); }) <=
+             1;
+    });
+    if (st.getRank() == rt.getRank())
+      return l.done(l.castTo(x, rt));
+    if (oneDynPerGroup)
+      return l.done(tensor::ExpandShapeOp::create(
+          l.b, rt, x, *groups, expandSizes(l, x, rt, *groups)));
+  }
+  return l.done(l.reshapeDynamic(x, rt, reshapeSizes(op, l)));
+}
+
+LogicalResult lower(onnx::FlattenOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = l.rankOf(x), axis = (int64_t)op.getAxis();
+  axis = axis < 0 ? axis + r : axis; // in [0, r]
+  if (axis < 0 || axis > r)
+    return l.fail("axis out of range");
+  if (axis == 0 || axis == r) { // [1, N] or [N, 1]: via 1-D
+    auto flat =
+        RankedTensorType::get({ShapedType::kDynamic}, rt.getElementType());
+    ReassociationIndices all;
+    for (int64_t i = 0; i < r; ++i)
+      all.push_back(i);
+    Value f =
+        r == 0 ? (Value)tensor::ExpandShapeOp::create(
+                     l.b, flat.clone({1}), x, ArrayRef<ReassociationIndices>{},
+                     ArrayRef<OpFoldResult>{l.idx(1)})
+               : (Value)tensor::CollapseShapeOp::create(l.b, x, ArrayRef{all});
+    SmallVector<bool> unit{axis == 0, axis != 0};
+    return l.done(l.insertUnitDims(f, rt, unit));
+  }
+  ReassociationIndices lo, hi;
+  for (int64_t i = 0; i < r; ++i)
+    (i < axis ? lo : hi).push_back(i);
+  SmallVector<ReassociationIndices> groups{lo, hi};
+  return l.done(l.castTo(tensor::CollapseShapeOp::create(l.b, x, groups), rt));
+}
+
+LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  auto axes = constantAxes(op.getAxes(), rt.getRank());
+  if (!axes)
+    return l.fail("non-constant axes");
+  SmallVector<bool> unit(rt.getRank(), false);
+  for (int64_t a : *axes)
+    unit[a] = true;
+  if (llvm::count(unit, false) != l.rankOf(l.in[0]))
+    return l.fail("axes do not match the ranks");
+  return l.done(l.insertUnitDims(l.in[0], rt, unit));
+}
+
+LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType xt = l.typeOf(x);
+  SmallVector<bool> drop(xt.getRank(), false);
+  if (l.in[1]) {
+    auto axes = constantAxes(op.getAxes(), xt.getRank());
+    if (!axes)
+      return l.fail("non-constant axes");
+    for (int64_t a : *axes)
+      drop[a] = true;
+  } else {
+    for (int64_t i = 0; i < xt.getRank(); ++i)
+      drop[i] = xt.getDimSize(i) == 1;
+  }
+  if (llvm::count(drop, false) != l.resultType().getRank())
+    return l.fail("axes do not match the ranks");
+  return l.done(l.dropUnitDims(x, l.resultType(), drop));
+}
+
+LogicalResult lower(onnx::TransposeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  SmallVector<int64_t> perm;
+  if (auto p = op.getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = r - 1; i >= 0; --i)
+      perm.push_back(i);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t p : perm)
+    sizes.push_back(l.dim(x, p));
+  Value init = l.empty(l.resultType(), sizes);
+  return l.done(linalg::TransposeOp::create(l.b, x, init, perm).getResult()[0]);
+}
+
+LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
+  if (!axis)
+    return l.fail("axis out of range");
+  if (l.in.size() == 1)
+    return l.done(l.castTo(l.in[0], rt));
+  SmallVector<Value> ins(l.in);
+  return l.done(l.castTo(tensor::ConcatOp::create(l.b, *axis, ins), rt));
+}
+
+/// [start, end) of a Slice with step `step` along a dim of size `d`, as an
+/// offset and a size (steps > 0).
+std::pair<OpFoldResult, OpFoldResult> sliceRange(Lowerer &l, OpFoldResult d,
+                                                 int64_t start, int64_t end,
+                                                 int64_t step) {
+  auto norm = [&](int64_t v) {
+    return v < 0 ? l.max(l.add(d, l.idx(v)), l.idx(0)) : l.min(l.idx(v), d);
+  };
+  OpFoldResult s = norm(start), e = norm(end);
+  OpFoldResult n = l.ceilDiv(l.max(l.sub(e, s), l.idx(0)), l.idx(step));
+  return {s, n};
+}
+
+LogicalResult lower(onnx::SliceOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  auto starts = onnx::getConstantInts(op.getStarts());
+  auto ends = onnx::getConstantInts(op.getEnds());
+  if (!starts || !ends || starts->size() != ends->size())
+    return l.fail("non-constant starts or ends");
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t i = 0; i < starts->size(); ++i)
+    axes.push_back(i);
+  if (l.in[3]) {
+    auto a = constantAxes(op.getAxes(), r);
+    if (!a || a->size() != starts->size())
+      return l.fail("non-constant axes");
+    axes = *a;
+  }
+  if (l.in[4]) {
+    auto s = onnx::getConstantInts(op.getSteps());
+    if (!s || s->size() != starts->size())
+      return l.fail("non-constant steps");
+    steps = *s;
+  }
+  SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
+                                                  strides(r, l.idx(1));
+  for (auto [a, s, e, st] : llvm::zip(axes, *starts, *ends, steps)) {
+    if (st <= 0)
+      return l.fail("steps that are not positive");
+    auto [off, n] = sliceRange(l, l.dim(x, a), s, e, st);
+    offsets[a] = off, sizes[a] = n, strides[a] = l.idx(st);
+  }
+  Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
+  return l.done(l.castTo(v, l.resultType()));
+}
+
+LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
+  Value x = l.in[0];
+  auto ax = normAxis((int64_t)op.getAxis(), l.rankOf(x));
+  if (!ax)
+    return l.fail("axis out of range");
+  int64_t r = l.rankOf(x), axis = *ax, n = op->getNumResults();
+  OpFoldResult d = l.dim(x, axis);
+  SmallVector<OpFoldResult> parts;
+  if (l.in[1]) {
+    auto split = onnx::getConstantInts(op.getSplit());
+    if (!split || (int64_t)split->size() != n)
+      return l.fail("non-constant split");
+    for (int64_t s : *split)
+      parts.push_back(l.idx(s));
+  } else { // equal parts of ceil(d / n), the last one smaller
+    OpFoldResult chunk = l.ceilDiv(d, l.idx(n));
+    for (int64_t i = 0; i < n; ++i)
+      parts.push_back(i + 1 < n ? chunk : l.sub(d, l.mul(chunk, l.idx(n - 1))));
+  }
+  SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
+                                                  strides(r, l.idx(1));
+  for (int64_t i = 0; i < n; ++i) {
+    sizes[axis] = parts[i];
+    Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
+    l.out.push_back(l.castTo(v, l.resultType(i)));
+    offsets[axis] = l.add(offsets[axis], parts[i]);
+  }
+  return success();
+}
+
+LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
+  Value x = l.in[0], shape = l.in[1];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank(), rx = l.rankOf(x);
+  RankedTensorType st = l.typeOf(shape);
+  if (st.getRank() != 1 || st.isDynamicDim(0))
+    return l.fail("a shape operand of unknown length");
+  int64_t m = st.getDimSize(0);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < r; ++d) {
+    if (!rt.isDynamicDim(d)) {
+      sizes.push_back(l.idx(rt.getDimSize(d)));
+      continue;
+    }
+    // max(shape[d], x dim): one of the two is 1 or they are equal.
+    OpFoldResult s = d >= r - m ? l.elementIndex(shape, d - (r - m)) : l.idx(1);
+    if (d >= r - rx)
+      s = l.max(s, l.dim(x, d - (r - rx)));
+    sizes.push_back(s);
+  }
+  return l.done(
+      l.generic(rt, sizes, {x}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
+                [](ImplicitLocOpBuilder &, ValueRange a) { return a[0]; }));
+}
+
+/// An index read from a Gather's indices: negative ones count from the end.
+Value gatherIndex(ImplicitLocOpBuilder &b, Value i, Value size) {
+  i = arith::IndexCastOp::create(b, b.getIndexType(), i);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i,
+                                    arith::ConstantIndexOp::create(b, 0));
+  return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, size), i);
+}
+
+LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
+  Value data = l.in[0], indices = l.in[1];
+  int64_t r = l.rankOf(data), q = l.rankOf(indices);
+  auto ax = normAxis((int64_t)op.getAxis(), r);
+  if (!ax)
+    return l.fail("axis out of range");
+  int64_t axis = *ax;
+  RankedTensorType rt = l.resultType();
+  Value axisDim = l.val(l.dim(data, axis));
+  if (r == 1 && q == 0) { // one element of a vector (of a shape, mostly)
+    Value i = gatherIndex(l.b, l.element(indices, 0), axisDim);
+    Value v = tensor::ExtractOp::create(l.b, data, i);
+    return l.done(tensor::FromElementsOp::create(l.b, rt, v));
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t j = 0; j < axis; ++j)
+    sizes.push_back(l.dim(data, j));
+  for (int64_t j = 0; j < q; ++j)
+    sizes.push_back(l.dim(indices, j));
+  for (int64_t j = axis + 1; j < r; ++j)
+    sizes.push_back(l.dim(data, j));
+  SmallVector<AffineExpr> ie;
+  for (int64_t j = 0; j < q; ++j)
+    ie.push_back(l.b.getAffineDimExpr(axis + j));
+  AffineMap im = AffineMap::get(rt.getRank(), 0, ie, l.b.getContext());
+  return l.done(l.generic(
+      rt, sizes, {indices}, {im}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value i = gatherIndex(b, a[0], axisDim);
+        SmallVector<Value> at;
+        for (int64_t j = 0; j < axis; ++j)
+          at.push_back(linalg::IndexOp::create(b, j));
+        at.push_back(i);
+        for (int64_t j = axis + 1; j < r; ++j)
+          at.push_back(linalg::IndexOp::create(b, j - 1 + q));
+        return tensor::ExtractOp::create(b, data, at);
+      }));
+}
+
+LogicalResult lower(onnx::TileOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<Value> xDims;
+  for (int64_t d = 0; d < rt.getRank(); ++d) {
+    xDims.push_back(l.val(l.dim(x, d)));
+    sizes.push_back(rt.isDynamicDim(d)
+                        ? l.mul(l.dim(x, d), l.elementIndex(l.in[1], d))
+                        : l.idx(rt.getDimSize(d)));
+  }
+  return l.done(
+      l.generic(rt, sizes, {}, {}, [&](ImplicitLocOpBuilder &b, ValueRange) {
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < rt.getRank(); ++d)
+          at.push_back(arith::RemUIOp::create(b, linalg::IndexOp::create(b, d),
+                                              xDims[d]));
+        return tensor::ExtractOp::create(b, x, at);
+      }));
+}
+
+LogicalResult lower(onnx::TriluOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank();
+  if (r < 2)
+    return l.fail("input of rank < 2");
+  Value k = l.in[1] ? l.element(l.in[1], 0) : scalar(l.b, l.b.getI64Type(), 0);
+  bool upper = op.getUpper();
+  Type e = rt.getElementType();
+  return l.done(
+      l.elementwise(rt, {x}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        auto i64 = [&](int64_t d) {
+          return arith::IndexCastOp::create(b, b.getI64Type(),
+                                            linalg::IndexOp::create(b, d));
+        };
+        Value diff = arith::SubIOp::create(b, i64(r - 1), i64(r - 2));
+        Value keep = arith::CmpIOp::create(
+            b, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+            diff, k);
+        return arith::SelectOp::create(b, keep, a[0], scalar(b, e, 0));
+      }));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerConstant(onnx::ConstantOp op, Lowerer &l) {
+  auto attr = dyn_cast<TypedAttr>(op.getValue());
+  if (!attr)
+    return l.fail("constant value is not a typed attribute");
+  return l.done(arith::ConstantOp::create(l.b, attr));
+}
+
+/// Whether every operand and result is a ranked tensor (or none) of
+/// signless element types (arith has no unsigned integers).
+LogicalResult checkTypes(Lowerer &l) {
+  auto ok = [&](Type t) {
+    if (isa<NoneType>(t))
+      return true;
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return rt && !isUnsigned(rt.getElementType());
+  };
+  for (Type t : l.op->getOperandTypes())
+    if (!ok(t))
+      return l.fail("an unranked tensor or unsigned integers");
+  for (Type t : l.op->getResultTypes())
+    if (!ok(t))
+      return l.fail("an unranked tensor or unsigned integers");
+  return success();
+}
+
+LogicalResult dispatch(Operation *op, Lowerer &l) {
+  using namespace onnx;
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ConstantOp o) { return lowerConstant(o, l); })
+      .Case<SqrtOp, ReciprocalOp, NegOp, AbsOp, ExpOp, LogOp, SigmoidOp, TanhOp,
+            ReluOp, ErfOp, CosOp, SinOp, FloorOp, CeilOp, SoftplusOp, GeluOp,
+            LeakyReluOp, HardSigmoidOp>(
+          [&](Operation *o) { return lowerUnary(o, l); })
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SumOp>(
+          [&](Operation *o) { return lowerBinary(o, l); })
+      .Case<EqualOp, LessOp, LessOrEqualOp, GreaterOp, GreaterOrEqualOp>(
+          [&](Operation *o) { return lowerCompare(o, l); })
+      .Case<AndOp, OrOp, NotOp>(
+          [&](Operation *o) { return lowerLogical(o, l); })
+      .Case([&](IdentityOp) { return l.done(l.in[0]); })
+      .Case([&](SoftmaxOp o) {
+        return lowerSoftmax((int64_t)o.getAxis(), false, l);
+      })
+      .Case([&](LogSoftmaxOp o) {
+        return lowerSoftmax((int64_t)o.getAxis(), true, l);
+      })
+      .Case([&](LayerNormalizationOp o) {
+        return lowerNorm((int64_t)o.getAxis(), o.getEpsilon().convertToDouble(),
+                         false, l);
+      })
+      .Case([&](RMSNormalizationOp o) {
+        return lowerNorm((int64_t)o.getAxis(), o.getEpsilon().convertToDouble(),
+                         true, l);
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+            ReduceL2Op>([&](auto o) { return lowerReduce(o, l); })
+      .Case<WhereOp, CastOp, ClipOp, MatMulOp, EinsumOp, ShapeOp, SizeOp,
+            ConstantOfShapeOp, RangeOp, ReshapeOp, FlattenOp, UnsqueezeOp,
+            SqueezeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, ExpandOp,
+            GatherOp, TileOp, TriluOp>([&](auto o) { return lower(o, l); })
+      .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
+}
+
+/// Lowers `op` with its operands looked up in `map`; maps its results.
+LogicalResult lowerOp(Operation *op, IRMapping &map) {
+  if (isa<onnx::NoValueOp>(op)) // its users read a null operand
+    return success();
+  Lowerer l(op);
+  if (op->getNumRegions())
+    return l.fail("an op with regions");
+  if (failed(checkTypes(l)))
+    return failure();
+  for (Value v : op->getOperands())
+    l.in.push_back(isa<NoneType>(v.getType()) ? Value()
+                                              : map.lookupOrDefault(v));
+  if (failed(dispatch(op, l)))
+    return failure();
+  if (l.out.size() != op->getNumResults())
+    return l.fail("produced the wrong number of results");
+  for (auto [r, v] : llvm::zip(op->getResults(), l.out)) {
+    if (!v)
+      continue;
+    if (v.getType() != r.getType()) {
+      if (!tensor::CastOp::areCastCompatible(v.getType(), r.getType()))
+        return l.fail("produced a value of another type");
+      v = tensor::CastOp::create(l.b, r.getType(), v);
+    }
+    map.map(r, v);
+  }
+  return success();
+}
+
+/// Replaces the uses of the lowered onnx ops and erases them, users first.
+LogicalResult replaceAndErase(ArrayRef<Operation *> ops, IRMapping &map) {
+  for (Operation *op : ops)
+    for (Value r : op->getResults())
+      if (Value v = map.lookupOrNull(r))
+        r.replaceAllUsesWith(v);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (!op->use_empty())
+      return op->emitOpError() << "cannot be lowered: a result without a "
+                                  "lowering is still used";
+    op->erase();
+  }
+  return success();
+}
+
+struct ConvertOnnxToLinalgPass
+    : conversion::impl::ConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<onnx::OnnxDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    IRMapping map;
+    for (Operation *op : ops)
+      if (failed(lowerOp(op, map)))
+        return signalPassFailure();
+    if (failed(replaceAndErase(ops, map)))
+      return signalPassFailure();
+    eraseDeadOps();
+  }
+
+  /// Erases the pure ops left without uses: shape computations whose
+  /// consumers were lowered without them (a Reshape that became an
+  /// expand_shape of tensor.dim sizes no longer reads its Concat).
+  void eraseDeadOps() {
+    for (Block &block : getOperation().getBody())
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (isOpTriviallyDead(&op))
+          op.erase();
+  }
+};
+} // namespace

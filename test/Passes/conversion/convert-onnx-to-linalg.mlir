@@ -1,0 +1,174 @@
+// RUN: gatec-opt %s --convert-onnx-to-linalg -split-input-file -verify-diagnostics | FileCheck %s
+
+// Constants become arith.constant, weights stay dense_resource blobs.
+// CHECK-LABEL: func.func @constants
+// CHECK: arith.constant dense<[3, -1]> : tensor<2xi64>
+// CHECK: arith.constant dense_resource<w> : tensor<2x2xf32>
+// CHECK-NOT: onnx.
+func.func @constants() -> (tensor<2xi64>, tensor<2x2xf32>) {
+  %0 = onnx.Constant dense<[3, -1]> : tensor<2xi64>
+  %1 = onnx.Constant dense_resource<w> : tensor<2x2xf32>
+  return %0, %1 : tensor<2xi64>, tensor<2x2xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      w: "0x040000000000803F000000400000404000008040"
+    }
+  }
+#-}
+
+// -----
+
+// MatMul with a 2-D weight: a contraction whose loops are the result dims
+// and K; the bias broadcasts along the last dim; the dynamic batch size
+// comes from tensor.dim.
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @matmul_add
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: tensor.empty(%[[N]]) : tensor<?x8x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[B]], {{.*}}]
+func.func @matmul_add(%x: tensor<?x8x16xf32>, %w: tensor<16x4xf32>, %b: tensor<4xf32>) -> tensor<?x8x4xf32> {
+  %0 = "onnx.MatMul"(%x, %w) : (tensor<?x8x16xf32>, tensor<16x4xf32>) -> tensor<?x8x4xf32>
+  %1 = "onnx.Add"(%0, %b) : (tensor<?x8x4xf32>, tensor<4xf32>) -> tensor<?x8x4xf32>
+  return %1 : tensor<?x8x4xf32>
+}
+
+// -----
+
+// A Reshape whose shape is Concat(Shape(x)[0], Shape(x)[1], 4, -1) provably
+// keeps the dynamic dims: an expand_shape of their tensor.dim sizes, and
+// the shape computation disappears.
+// CHECK-LABEL: func.func @reshape_heads
+// CHECK: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[T:.*]] = tensor.dim %arg0, %c1
+// CHECK: tensor.expand_shape %arg0 {{\[}}[0], [1], [2, 3]] output_shape [%[[B]], %[[T]], 4, 16]
+// CHECK-NOT: tensor.concat
+func.func @reshape_heads(%x: tensor<?x?x64xf32>) -> tensor<?x?x4x16xf32> {
+  %0 = onnx.Constant dense<0> : tensor<i64>
+  %1 = onnx.Constant dense<1> : tensor<i64>
+  %2 = onnx.Constant dense<0> : tensor<1xi64>
+  %3 = onnx.Constant dense<4> : tensor<1xi64>
+  %4 = onnx.Constant dense<-1> : tensor<1xi64>
+  %s = "onnx.Shape"(%x) <{start = 0 : i64}> : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %b = "onnx.Gather"(%s, %0) <{axis = 0 : i64}> : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %t = "onnx.Gather"(%s, %1) <{axis = 0 : i64}> : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %bu = "onnx.Unsqueeze"(%b, %2) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %tu = "onnx.Unsqueeze"(%t, %2) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %shape = "onnx.Concat"(%bu, %tu, %3, %4) <{axis = 0 : i64}> : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = "onnx.Reshape"(%x, %shape) <{allowzero = 0 : i64}> : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  return %r : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// A shape known only at run time: its elements are read, 0 copies the
+// input dim, -1 takes the remaining elements; then tensor.reshape.
+// CHECK-LABEL: func.func @reshape_runtime
+// CHECK: tensor.extract %arg1[%c0
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.divsi
+// CHECK: %[[S:.*]] = tensor.from_elements {{.*}} : tensor<2xindex>
+// CHECK: tensor.reshape %arg0(%[[S]]) : (tensor<?x?x64xf32>, tensor<2xindex>) -> tensor<?x?xf32>
+func.func @reshape_runtime(%x: tensor<?x?x64xf32>, %shape: tensor<2xi64>) -> tensor<?x?xf32> {
+  %r = "onnx.Reshape"(%x, %shape) <{allowzero = 0 : i64}> : (tensor<?x?x64xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Slice (INT64_MAX end, negative axis) is an extract_slice, Transpose a
+// linalg.transpose, Concat a tensor.concat.
+// CHECK-LABEL: func.func @movement
+// CHECK: tensor.extract_slice %arg0[0, 0, 0, 8] [2, 8, 4, 8] [1, 1, 1, 1]
+// CHECK: linalg.transpose ins({{.*}} : tensor<2x8x4x8xf32>) outs({{.*}} : tensor<2x4x8x8xf32>) permutation = [0, 2, 1, 3]
+// CHECK: tensor.concat dim(3) %arg0, %arg0
+func.func @movement(%x: tensor<2x8x4x16xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x8x4x32xf32>) {
+  %st = onnx.Constant dense<8> : tensor<1xi64>
+  %en = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %none = onnx.NoValue
+  %s = "onnx.Slice"(%x, %st, %en, %ax, %none) : (tensor<2x8x4x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x8x4x8xf32>
+  %t = "onnx.Transpose"(%s) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<2x8x4x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = "onnx.Concat"(%x, %x) <{axis = -1 : i64}> : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x32xf32>
+  return %t, %c : tensor<2x4x8x8xf32>, tensor<2x8x4x32xf32>
+}
+
+// -----
+
+// Cast float -> int truncates toward zero (fptosi); integer Div too (divsi).
+// CHECK-LABEL: func.func @integers
+// CHECK: arith.fptosi %{{.*}} : f32 to i64
+// CHECK: arith.divsi %{{.*}} : i64
+func.func @integers(%x: tensor<4xf32>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %0 = "onnx.Cast"(%x) <{to = i64}> : (tensor<4xf32>) -> tensor<4xi64>
+  %1 = "onnx.Div"(%a, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0, %1 : tensor<4xi64>, tensor<4xi64>
+}
+
+// -----
+
+// Gather of one element of a shape: tensor.extract, negative indices count
+// from the end.
+// CHECK-LABEL: func.func @gather_dim
+// CHECK: %[[S:.*]] = tensor.from_elements {{.*}} : tensor<2xi64>
+// CHECK: arith.cmpi slt
+// CHECK: %[[V:.*]] = tensor.extract %[[S]]
+// CHECK: tensor.from_elements %[[V]] : tensor<i64>
+func.func @gather_dim(%x: tensor<?x8xf32>) -> tensor<i64> {
+  %i = onnx.Constant dense<-2> : tensor<i64>
+  %s = "onnx.Shape"(%x) <{start = 0 : i64}> : (tensor<?x8xf32>) -> tensor<2xi64>
+  %d = "onnx.Gather"(%s, %i) <{axis = 0 : i64}> : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  return %d : tensor<i64>
+}
+
+// -----
+
+// Softmax: a max and a sum of exp(x - max) reduced over the axis, then
+// exp(x - max) / sum.
+// CHECK-LABEL: func.func @softmax
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.divf
+func.func @softmax(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %0 = "onnx.Softmax"(%x) <{axis = -1 : i64}> : (tensor<2x?xf32>) -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}
+
+// -----
+
+// Unsupported forms are located errors.
+func.func @negative_step(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %st = onnx.Constant dense<-1> : tensor<1xi64>
+  %en = onnx.Constant dense<-9223372036854775807> : tensor<1xi64>
+  %ax = onnx.Constant dense<0> : tensor<1xi64>
+  %sp = onnx.Constant dense<-1> : tensor<1xi64>
+  // expected-error @+1 {{'onnx.Slice' op cannot be lowered: steps that are not positive}}
+  %r = "onnx.Slice"(%x, %st, %en, %ax, %sp) : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @unranked(%x: tensor<2x3xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{'onnx.Einsum' op cannot be lowered: an unranked tensor or unsigned integers}}
+  %r = "onnx.Einsum"(%x) <{equation = "...i->...i"}> : (tensor<2x3xf32>) -> tensor<*xf32>
+  return %r : tensor<*xf32>
+}
+
+// -----
+
+func.func @no_lowering(%x: tensor<4xf32>, %a: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'onnx.CumSum' op cannot be lowered: no lowering to linalg}}
+  %r = "onnx.CumSum"(%x, %a) : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""End to end: each committed model compiled by gatec into a shared library,
+run with gatec-run on the CPU, and compared with onnxruntime on the same
+inputs: fp32 max |error| <= 1e-4 * (1 + |ref|) per element (gatec-run's
+--expected-output with atol = rtol = 1e-4).
+
+Dynamic-axis models are compiled once and run at three sequence lengths
+(and two batch sizes) through the same library.
+
+usage: e2e_models.py [--gatec PATH] [--gatec-run PATH] [--filter REGEX]
+                     [--keep DIR] [--list]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODELS = os.path.join(ROOT, "test", "models")
+
+# Sizes for dynamic dims, by dim_param; one library runs all of them.
+DYN_RUNS = [{"batch": 1, "seq": 3, "media_seq": 2},
+            {"batch": 2, "seq": 8, "media_seq": 5},
+            {"batch": 3, "seq": 17, "media_seq": 9}]
+
+NP = {"tensor(float)": np.float32, "tensor(int64)": np.int64,
+      "tensor(bool)": np.bool_, "tensor(int32)": np.int32}
+
+
+def inputs_for(sess, sizes, rng):
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else sizes.get(d, 4) for d in i.shape]
+        dt = NP[i.type]
+        feeds[i.name] = (rng.standard_normal(shape).astype(dt) if dt == np.float32
+                         else rng.integers(0, 2, shape).astype(dt))
+    return feeds
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatec", default=os.path.join(ROOT, "build", "bin", "gatec"))
+    ap.add_argument("--gatec-run", default=os.path.join(ROOT, "build", "bin", "gatec-run"))
+    ap.add_argument("--filter", default=".*")
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="gatec-e2e-")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(7)
+    names = sorted(f[:-5] for f in os.listdir(MODELS)
+                   if f.endswith(".onnx") and re.search(args.filter, f))
+    failures = runs = 0
+    for name in names:
+        model = os.path.join(MODELS, name + ".onnx")
+        lib = os.path.join(work, name + ".so")
+        c = subprocess.run([args.gatec, model, "-o", lib], capture_output=True, text=True)
+        if c.returncode != 0:
+            print("FAIL %-32s compile: %s" % (name, c.stderr.strip().splitlines()[-1] if c.stderr.strip() else c.returncode))
+            failures += 1
+            continue
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        dynamic = any(not isinstance(d, int) for i in sess.get_inputs() for d in i.shape)
+        worst_all = 0.0
+        ok = True
+        for sizes in (DYN_RUNS if dynamic else DYN_RUNS[1:2]):
+            feeds = inputs_for(sess, sizes, rng)
+            refs = sess.run(None, feeds)
+            cmd = [args.gatec_run, lib, "--atol=1e-4", "--rtol=1e-4"]
+            for i, (k, v) in enumerate(feeds.items()):
+                p = os.path.join(work, "%s_in%d.npy" % (name, i))
+                np.save(p, v)
+                cmd.append("--input=%s=@%s" % (k, p))
+            for o, r in zip(sess.get_outputs(), refs):
+                p = os.path.join(work, "%s_%s_ref.npy" % (name, re.sub(r"\W", "_", o.name)))
+                np.save(p, r)
+                cmd.append("--expected-output=%s=@%s" % (o.name, p))
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            runs += 1
+            m = re.findall(r"max \|error\| ([0-9.eE+-]+)", r.stdout + r.stderr)
+            if m:
+                worst_all = max(worst_all, max(float(x) for x in m))
+            if r.returncode != 0:
+                ok = False
+                print("FAIL %-32s %s: %s" % (name, sizes if dynamic else "static",
+                                             (r.stdout + r.stderr).strip().splitlines()[-1]))
+        if ok:
+            print("ok   %-32s %s max error %.2e" % (name, "3 shapes" if dynamic else "", worst_all))
+        failures += not ok
+    print("e2e: %d models, %d runs, %d failures" % (len(names), runs, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
