@@ -325,20 +325,21 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
     os << abiWrapperSource(sig);
   }
   std::vector<std::string> common{opts.cc, "-O3", "-march=native", "-fPIC",
-                                  "-Wno-override-module", "-I" + opts.runtimeInclude};
+                                  "-Wno-override-module"};
+  std::string inc = "-I" + opts.runtimeInclude;
   LogicalResult r = success();
   if (opts.objectOnly) {
     std::string o1 = (dir + "/model.o").str(), o2 = (dir + "/abi.o").str();
     auto a = common, b = common;
     a.insert(a.end(), {"-c", ll, "-o", o1});
-    b.insert(b.end(), {"-c", c, "-o", o2});
+    b.insert(b.end(), {inc, "-c", c, "-o", o2});
     r = succeeded(runTool(a, loc)) && succeeded(runTool(b, loc)) &&
-                succeeded(runTool({"ld.lld", "-r", o1, o2, "-o", opts.output}, loc))
+                succeeded(runTool({"ld.lld-22", "-r", o1, o2, "-o", opts.output}, loc))
             ? success()
             : failure();
   } else {
     auto a = common;
-    a.insert(a.end(), {"-shared", ll, c, "-o", opts.output, "-lm"});
+    a.insert(a.end(), {inc, "-shared", ll, c, "-o", opts.output, "-lm"});
     r = runTool(a, loc);
   }
   llvm::sys::fs::remove_directories(dir);

@@ -18,6 +18,8 @@ config.substitutions.append(("%models", os.path.join(config.gatec_src_root, "tes
 config.substitutions.append(("%scripts", os.path.join(config.gatec_src_root, "test", "scripts")))
 
 llvm_config.with_system_environment(["HOME", "PATH", "TMPDIR"])
+# No __pycache__ in the source tree from the test scripts.
+config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 llvm_config.use_default_substitutions()
 
 tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]

@@ -16,9 +16,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <dirent.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char **environ;
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -65,8 +72,12 @@ Other:
                               min/median/max latency
   --device=cpu|cuda           the device to run on (default cpu; cuda needs a
                               runtime built with CUDA support)
-  --onnx-test-dir=DIR         run an ONNX backend test directory (not
-                              available yet: needs the CPU backend)
+  --onnx-test-dir=DIR         run an ONNX backend test directory: compile
+                              DIR/model.onnx with gatec, run every
+                              DIR/test_data_set_*/input_*.pb and compare with
+                              its output_*.pb (--atol/--rtol)
+  --gatec=PATH                the gatec that compiles it (default: the gatec
+                              next to gatec-run)
   --help                      this text
 
 Exit status: 0 success, 1 error or mismatch, 2 usage error.
@@ -81,6 +92,7 @@ struct Options {
   long long benchmark = 0, warmup = 3, printLimit = 16;
   std::string device = "cpu";
   bool onnxTestDir = false;
+  std::string testDir, gatec;
 };
 
 /// Exit with "gatec-run: <message>".
@@ -178,6 +190,10 @@ Options parseArgs(int argc, char **argv) {
     } else if (name == "--onnx-test-dir") {
       needValue();
       o.onnxTestDir = true;
+      o.testDir = value;
+    } else if (name == "--gatec") {
+      needValue();
+      o.gatec = value;
     } else {
       usageError("unknown option '" + a + "'");
     }
@@ -356,11 +372,105 @@ bool compare(const std::string &name, const Tensor &got, const Tensor &want,
 }
 } // namespace
 
+/// --onnx-test-dir: compile DIR/model.onnx with gatec, run each data set.
+int runOnnxTestDir(const Options &o) {
+  std::string dir = o.testDir, model = dir + "/model.onnx";
+  if (access(model.c_str(), R_OK) != 0)
+    fail("no readable model.onnx in '" + dir + "'");
+  std::string gatec = o.gatec;
+  if (gatec.empty()) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+      fail("cannot find gatec: give --gatec=PATH");
+    self[n] = '\0';
+    std::string s(self);
+    gatec = s.substr(0, s.rfind('/') + 1) + "gatec";
+  }
+  char tmpl[] = "/tmp/gatec-run-XXXXXX";
+  if (!mkdtemp(tmpl))
+    fail(std::string("cannot create a temporary directory: ") +
+         std::strerror(errno));
+  std::string lib = std::string(tmpl) + "/model.so";
+  const char *args[] = {gatec.c_str(), model.c_str(), "-o", lib.c_str(),
+                        nullptr};
+  pid_t pid;
+  if (posix_spawn(&pid, gatec.c_str(), nullptr, nullptr,
+                  const_cast<char *const *>(args), environ) != 0)
+    fail("cannot run '" + gatec + "': " + std::strerror(errno));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto cleanup = [&]() {
+    unlink(lib.c_str());
+    rmdir(tmpl);
+  };
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    cleanup();
+    fail("gatec could not compile '" + model + "'");
+  }
+  gatec_device device =
+      o.device == "cuda" ? GATEC_DEVICE_CUDA : GATEC_DEVICE_CPU;
+  Expected<Model> loaded = Model::load(lib, device);
+  cleanup(); // the library stays mapped
+  if (!loaded)
+    fail(loaded.status().message());
+  Model &m = *loaded;
+
+  std::vector<std::string> sets;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::strncmp(e->d_name, "test_data_set_", 14) == 0)
+        sets.push_back(dir + "/" + e->d_name);
+    closedir(d);
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty())
+    fail("no test_data_set_* in '" + dir + "'");
+  auto files = [](const std::string &set, const char *prefix) {
+    std::vector<std::string> out;
+    for (int i = 0;; ++i) {
+      std::string p = set + "/" + prefix + std::to_string(i) + ".pb";
+      if (access(p.c_str(), R_OK) != 0)
+        break;
+      out.push_back(p);
+    }
+    return out;
+  };
+  bool allMatch = true;
+  for (const std::string &set : sets) {
+    std::vector<Tensor> ins;
+    for (const std::string &p : files(set, "input_")) {
+      Expected<Tensor> t = readTensorFile(p);
+      if (!t)
+        fail(t.status().message());
+      ins.push_back(std::move(*t));
+    }
+    std::vector<const Tensor *> ptrs;
+    for (const Tensor &t : ins)
+      ptrs.push_back(&t);
+    Expected<std::vector<Tensor>> outs = m.run(ptrs);
+    if (!outs)
+      fail(set + ": " + outs.status().message());
+    std::vector<std::string> want = files(set, "output_");
+    if (want.size() != m.numOutputs())
+      fail(set + ": " + std::to_string(want.size()) +
+           " expected outputs for a model with " +
+           std::to_string(m.numOutputs()));
+    std::printf("%s:\n", set.c_str());
+    for (size_t j = 0; j < want.size(); ++j) {
+      Expected<Tensor> t = readTensorFile(want[j]);
+      if (!t)
+        fail(t.status().message());
+      allMatch &= compare(m.output(j).name, (*outs)[j], *t, o.atol, o.rtol);
+    }
+  }
+  return allMatch ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   Options o = parseArgs(argc, argv);
   if (o.onnxTestDir)
-    fail("--onnx-test-dir is not available yet: it needs the CPU backend "
-         "(gatec cannot compile models to libraries yet)");
+    return runOnnxTestDir(o);
   if (o.model.empty())
     usageError("no model library given");
 
