@@ -81,82 +81,17 @@ std::optional<SmallVector<double>> getConstantDoubles(Value v) {
 }
 
 std::optional<SmallVector<std::optional<int64_t>>> getPartialInts(Value v) {
-  using Result = SmallVector<std::optional<int64_t>>;
-  if (auto ints = getConstantInts(v))
-    return Result(ints->begin(), ints->end());
-  Operation *def = v.getDefiningOp();
-  if (!def)
+  auto dims = getShapeDims(v);
+  if (!dims)
     return std::nullopt;
-  if (auto shape = dyn_cast<ShapeOp>(def)) {
-    auto t = dyn_cast<RankedTensorType>(shape.getData().getType());
-    if (!t)
-      return std::nullopt;
-    int64_t rank = t.getRank();
-    int64_t start = shape.getStart();
-    int64_t end = shape.getEnd() ? *shape.getEnd() : rank;
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, 0, rank);
-    Result r;
-    for (int64_t i = start; i < end; ++i)
-      r.push_back(t.isDynamicDim(i) ? std::nullopt
-                                    : std::optional<int64_t>(t.getDimSize(i)));
-    return r;
-  }
-  if (auto gather = dyn_cast<GatherOp>(def)) {
-    auto data = getPartialInts(gather.getData());
-    auto idx = getConstantInts(gather.getIndices());
-    if (!data || !idx || gather.getAxis() != 0)
-      return std::nullopt;
-    Result r;
-    for (int64_t i : *idx) {
-      if (i < 0) i += data->size();
-      if (i < 0 || i >= (int64_t)data->size())
-        return std::nullopt;
-      r.push_back((*data)[i]);
-    }
-    return r;
-  }
-  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp, IdentityOp>(def)) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || t.getRank() > 1 || !t.getElementType().isInteger())
-      return std::nullopt;
-    auto inner = getPartialInts(def->getOperand(0));
-    if (!inner)
-      return std::nullopt;
-    return inner;
-  }
-  if (auto concat = dyn_cast<ConcatOp>(def)) {
-    Result r;
-    for (Value in : concat.getInputs()) {
-      auto part = getPartialInts(in);
-      if (!part) {
-        auto t = dyn_cast<RankedTensorType>(in.getType());
-        if (!t || t.getRank() != 1 || t.isDynamicDim(0))
-          return std::nullopt;
-        part = Result(t.getDimSize(0), std::nullopt);
-      }
-      r.append(part->begin(), part->end());
-    }
-    return r;
-  }
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (t && t.getRank() == 1 && !t.isDynamicDim(0))
-    return Result(t.getDimSize(0), std::nullopt);
-  if (t && t.getRank() == 0)
-    return Result(1, std::nullopt);
-  return std::nullopt;
+  SmallVector<std::optional<int64_t>> out;
+  for (const DimExpr &d : *dims)
+    out.push_back(d.value);
+  return out;
 }
 
 std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
   using Result = SmallVector<DimExpr>;
-  auto fromInts = [](ArrayRef<std::optional<int64_t>> p) {
-    Result r;
-    for (auto x : p)
-      r.push_back(DimExpr{x, {}, -1});
-    return r;
-  };
   if (auto ints = getConstantInts(v)) {
     Result r;
     for (int64_t x : *ints)
@@ -218,8 +153,12 @@ std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
     }
     return r;
   }
-  if (auto p = getPartialInts(v))
-    return fromInts(*p);
+  // Unknown values of a known count.
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (t && t.getRank() == 1 && !t.isDynamicDim(0))
+    return Result(t.getDimSize(0), DimExpr{});
+  if (t && t.getRank() == 0)
+    return Result(1, DimExpr{});
   return std::nullopt;
 }
 

@@ -138,6 +138,40 @@ Value reshape(PatternRewriter &rewriter, Location loc, Value v,
                                            rewriter.getI64IntegerAttr(0))});
 }
 
+Value gateLogits(Value v, gated::GateActivation &act) {
+  while (auto r = def<onnx::ReshapeOp>(v))
+    v = r.getData();
+  if (auto s = def<onnx::SigmoidOp>(v)) {
+    act = gated::GateActivation::sigmoid;
+    return s.getX();
+  }
+  if (auto a = def<onnx::AddOp>(v)) {
+    for (auto [h, m] : {std::pair(a.getA(), a.getB()),
+                        std::pair(a.getB(), a.getA())}) {
+      auto mul = def<onnx::MulOp>(m);
+      if (!mul || scalarConstant(h) != 0.5)
+        continue;
+      for (auto [c, sv] : {std::pair(mul.getA(), mul.getB()),
+                           std::pair(mul.getB(), mul.getA())})
+        if (auto s = def<onnx::SigmoidOp>(sv); s && scalarConstant(c) == 0.5) {
+          act = gated::GateActivation::ns_sigmoid;
+          return s.getX();
+        }
+    }
+  }
+  if (auto m = def<onnx::MulOp>(v)) {
+    for (auto [z, sg] : {std::pair(m.getA(), m.getB()),
+                         std::pair(m.getB(), m.getA())}) {
+      auto s = def<onnx::SigmoidOp>(sg);
+      if (s && s.getX() == z) {
+        act = gated::GateActivation::silu;
+        return z;
+      }
+    }
+  }
+  return {};
+}
+
 SmallVector<int64_t> shapeOf(Value v) {
   if (auto t = dyn_cast<RankedTensorType>(v.getType()))
     return SmallVector<int64_t>(t.getShape());

@@ -2,6 +2,7 @@
 #ifndef GATEC_PASSES_GATED_MATCHERS_H
 #define GATEC_PASSES_GATED_MATCHERS_H
 
+#include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include <optional>
@@ -57,6 +58,11 @@ mlir::Value reshape(mlir::PatternRewriter &rewriter, mlir::Location loc,
 
 /// The permutation of an onnx.Transpose (explicit or the default reversal).
 llvm::SmallVector<int64_t> permutationOf(onnx::TransposeOp op);
+
+/// act(z) as Sigmoid(z), 0.5 + 0.5·Sigmoid(z) or z·Sigmoid(z), seeing
+/// through reshapes of z or of the activation: returns z and sets `act`, or
+/// null.
+mlir::Value gateLogits(mlir::Value v, gated::GateActivation &act);
 
 /// Static shape of v, or empty if unranked.
 llvm::SmallVector<int64_t> shapeOf(mlir::Value v);

@@ -418,41 +418,6 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
 // G1: the output gate
 //===----------------------------------------------------------------------===//
 
-/// act(z) as Sigmoid(z), 0.5 + 0.5·Sigmoid(z), z·Sigmoid(z); reshapes of z
-/// or of the activation are seen through. Returns z.
-Value gateLogits(Value v, gated::GateActivation &act) {
-  while (auto r = def<onnx::ReshapeOp>(v))
-    v = r.getData();
-  if (auto s = def<onnx::SigmoidOp>(v)) {
-    act = gated::GateActivation::sigmoid;
-    return s.getX();
-  }
-  if (auto a = def<onnx::AddOp>(v)) {
-    for (auto [h, m] : {std::pair(a.getA(), a.getB()),
-                        std::pair(a.getB(), a.getA())}) {
-      auto half = scalarConstant(h);
-      double c = 1.0;
-      Value sv = peelScalarMul(m, c);
-      auto s = def<onnx::SigmoidOp>(sv);
-      if (half && *half == 0.5 && c == 0.5 && s) {
-        act = gated::GateActivation::ns_sigmoid;
-        return s.getX();
-      }
-    }
-  }
-  if (auto m = def<onnx::MulOp>(v)) {
-    for (auto [z, sg] : {std::pair(m.getA(), m.getB()),
-                         std::pair(m.getB(), m.getA())}) {
-      auto s = def<onnx::SigmoidOp>(sg);
-      if (s && s.getX() == z) {
-        act = gated::GateActivation::silu;
-        return z;
-      }
-    }
-  }
-  return {};
-}
-
 struct G1Gate : RewritePattern {
   G1Gate(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
 

@@ -76,15 +76,7 @@ struct GatePattern : RewritePattern {
     for (int side = 0; side < 2; ++side) {
       Value p = op->getOperand(side), b = op->getOperand(1 - side);
       gated::GateActivation act;
-      Value g;
-      if (auto s = def<onnx::SigmoidOp>(b)) {
-        g = s.getX(), act = gated::GateActivation::sigmoid;
-      } else if (auto m = def<onnx::MulOp>(b)) {
-        for (auto [z, sg] : {std::pair(m.getA(), m.getB()),
-                             std::pair(m.getB(), m.getA())})
-          if (auto s = def<onnx::SigmoidOp>(sg); s && s.getX() == z)
-            g = z, act = gated::GateActivation::silu;
-      }
+      Value g = gateLogits(b, act);
       if (!g || !isGateProjection(g) || p.getType() != op->getResult(0).getType())
         continue;
       std::optional<gated::GatePlacement> placement;
