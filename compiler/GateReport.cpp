@@ -16,7 +16,7 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 
 /// Where the gate's logits come from: a projection x·W (+ b).
 struct Source {
-  int64_t inFeatures = kDyn; // W's rows (d)
+  int64_t inFeatures = kDyn;     // W's rows (d)
   mutable onnx::ConstantOp bias; // b, if added or subtracted
   bool biasSubtracted = false;
 };
@@ -51,7 +51,8 @@ Source sourceOf(Value v) {
         v = a;
         continue;
       }
-      if (auto c = a.getDefiningOp<onnx::ConstantOp>(); c && isa<onnx::AddOp>(d)) {
+      if (auto c = a.getDefiningOp<onnx::ConstantOp>();
+          c && isa<onnx::AddOp>(d)) {
         s.bias = c;
         v = b;
         continue;
@@ -77,7 +78,8 @@ int64_t widthPerToken(Value gate, bool g1) {
   auto shape = t.getShape();
   int64_t w = 1;
   for (int64_t i = 0; i < t.getRank(); ++i) {
-    bool tokenDim = g1 ? (i == 0 || i == 2) : (t.getRank() >= 3 ? i < 2 : i < 1);
+    bool tokenDim =
+        g1 ? (i == 0 || i == 2) : (t.getRank() >= 3 ? i < 2 : i < 1);
     if (tokenDim)
       continue;
     if (shape[i] == kDyn)
@@ -151,29 +153,33 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
         return;
       Source s = sourceOf(a.getGate());
       r.placement = "G1 (attention output)";
-      r.granularity = gated::stringifyGateGranularity(*a.getGateGranularity()).str();
-      r.activation = gated::stringifyGateActivation(*a.getGateActivation()).str();
+      r.granularity =
+          gated::stringifyGateGranularity(*a.getGateGranularity()).str();
+      r.activation =
+          gated::stringifyGateActivation(*a.getGateActivation()).str();
       if (*a.getGateMode() == gated::GateMode::add)
         r.activation += ", additive";
       r.params = paramText(s, widthPerToken(a.getGate(), true));
       r.value = biasText(s);
     } else if (auto g = dyn_cast<gated::GateOp>(op)) {
-      static const char *what[] = {"", "", "value", "key", "query", "dense output"};
+      static const char *what[] = {"",    "",      "value",
+                                   "key", "query", "dense output"};
       Source s = sourceOf(g.getGate());
       r.placement = gated::stringifyGatePlacement(g.getPlacement()).str() +
                     " (" + what[(int)g.getPlacement()] + ")";
       auto gt = dyn_cast<RankedTensorType>(g.getGate().getType());
       auto xt = dyn_cast<RankedTensorType>(g.getX().getType());
-      r.granularity = gt && xt && gt.getShape() == xt.getShape()
-                          ? "elementwise" : "headwise";
+      r.granularity = gt && xt && gt.getShape() == xt.getShape() ? "elementwise"
+                                                                 : "headwise";
       r.activation = gated::stringifyGateActivation(g.getActivation()).str();
       r.params = paramText(s, widthPerToken(g.getGate(), false));
       r.value = biasText(s);
     } else if (auto glu = dyn_cast<gated::GluOp>(op)) {
-      static const char *names[] = {"GLU", "bilinear", "ReGLU", "GEGLU",
-                                    "GEGLU (tanh)", "SwiGLU"};
+      static const char *names[] = {"GLU",   "bilinear",     "ReGLU",
+                                    "GEGLU", "GEGLU (tanh)", "SwiGLU"};
       auto w = dyn_cast<RankedTensorType>(glu.getW().getType());
-      r.placement = std::string("FFN (") + names[(int)glu.getActivation()] + ")";
+      r.placement =
+          std::string("FFN (") + names[(int)glu.getActivation()] + ")";
       r.granularity = "elementwise (per channel)";
       r.activation = gated::stringifyGluActivation(glu.getActivation()).str();
       r.params = w && w.hasStaticShape()
@@ -191,12 +197,13 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
       case gated::ResidualKind::tanh_scalar:
       case gated::ResidualKind::rezero:
       case gated::ResidualKind::layerscale:
-        r.granularity = k == gated::ResidualKind::layerscale ? "per channel"
-                                                             : "scalar";
+        r.granularity =
+            k == gated::ResidualKind::layerscale ? "per channel" : "scalar";
         r.activation = k == gated::ResidualKind::tanh_scalar ? "tanh" : "none";
         r.params = c ? std::to_string(c.getValue().getNumElements()) : "?";
-        r.value = c ? "value: " + summarize(c, k == gated::ResidualKind::tanh_scalar)
-                    : "computed";
+        r.value =
+            c ? "value: " + summarize(c, k == gated::ResidualKind::tanh_scalar)
+              : "computed";
         break;
       default: {
         Source s = sourceOf(res.getGate());
@@ -215,8 +222,8 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
   int i = 0;
   for (const Row &r : rows) {
     os << llvm::format("%3d  ", ++i) << r.placement << " | " << r.granularity
-       << " | " << r.activation << " | params " << r.params << " | "
-       << r.value << "\n     at " << r.where << "\n";
+       << " | " << r.activation << " | params " << r.params << " | " << r.value
+       << "\n     at " << r.where << "\n";
   }
 }
 

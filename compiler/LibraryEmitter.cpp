@@ -16,18 +16,27 @@ namespace gatec {
 namespace {
 /// gatec_dtype numbering of runtime/include/gatec/model_abi.h.
 int32_t dtypeOf(Type e) {
-  if (e.isF32()) return 1;
-  if (e.isF16()) return 2;
-  if (e.isBF16()) return 3;
-  if (e.isF64()) return 4;
-  if (e.isInteger(1)) return 13;
+  if (e.isF32())
+    return 1;
+  if (e.isF16())
+    return 2;
+  if (e.isBF16())
+    return 3;
+  if (e.isF64())
+    return 4;
+  if (e.isInteger(1))
+    return 13;
   if (auto i = dyn_cast<IntegerType>(e)) {
     bool u = i.isUnsigned();
     switch (i.getWidth()) {
-    case 8: return u ? 9 : 5;
-    case 16: return u ? 10 : 6;
-    case 32: return u ? 11 : 7;
-    case 64: return u ? 12 : 8;
+    case 8:
+      return u ? 9 : 5;
+    case 16:
+      return u ? 10 : 6;
+    case 32:
+      return u ? 11 : 7;
+    case 64:
+      return u ? 12 : 8;
     }
   }
   return 0;
@@ -87,8 +96,8 @@ LogicalResult runTool(ArrayRef<std::string> args, Location loc) {
     // Debian's LLVM 22 tools live here when not on PATH.
     prog = llvm::sys::findProgramByName(args[0], {"/usr/lib/llvm-22/bin"});
     if (!prog)
-      return emitError(loc) << "cannot find '" << args[0]
-                            << "' to compile the model library";
+      return emitError(loc)
+             << "cannot find '" << args[0] << "' to compile the model library";
   }
   SmallVector<StringRef> refs;
   for (const std::string &a : args)
@@ -112,13 +121,15 @@ FailureOr<ModelSignature> readSignature(ModuleOp module) {
     return module.emitError() << "no @main_graph", failure();
   ModelSignature sig;
   for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-    auto v = valueSig(f, f.getArgumentTypes()[i], f.getArgAttrDict(i), "input", i);
+    auto v =
+        valueSig(f, f.getArgumentTypes()[i], f.getArgAttrDict(i), "input", i);
     if (failed(v))
       return failure();
     sig.inputs.push_back(*v);
   }
   for (unsigned i = 0; i < f.getNumResults(); ++i) {
-    auto v = valueSig(f, f.getResultTypes()[i], f.getResultAttrDict(i), "output", i);
+    auto v =
+        valueSig(f, f.getResultTypes()[i], f.getResultAttrDict(i), "output", i);
     if (failed(v))
       return failure();
     sig.outputs.push_back(*v);
@@ -189,8 +200,8 @@ std::string abiWrapperSource(const ModelSignature &sig) {
     os << "static const gatec_abi_value_info " << prefix << "_info[] = {\n";
     for (size_t i = 0; i < vs.size(); ++i)
       os << "  {" << cString(vs[i].name) << ", " << vs[i].dtype << ", "
-         << vs[i].dims.size() << ", " << prefix << i << "_dims, " << prefix
-         << i << "_params},\n";
+         << vs[i].dims.size() << ", " << prefix << i << "_dims, " << prefix << i
+         << "_params},\n";
     os << "};\n";
   };
   table(sig.inputs, "in");
@@ -276,15 +287,20 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
          << ".sizes[k]; }\n";
     os << "    out_data[" << i << "] = failed ? NULL : alloc(n * " << es
        << " ? n * " << es << " : 1, 64, alloc_ctx);\n"
-       << "    if (!out_data[" << i << "]) {\n      if (!failed) snprintf(err, err_len, \"out of memory for output "
-       << i << " (%zu bytes)\", n * " << es << ");\n      failed = 1;\n    } else {\n";
+       << "    if (!out_data[" << i
+       << "]) {\n      if (!failed) snprintf(err, err_len, \"out of memory for "
+          "output "
+       << i << " (%zu bytes)\", n * " << es
+       << ");\n      failed = 1;\n    } else {\n";
     if (r)
-      os << "      gatec_copy((char *)out_data[" << i << "], (const char *)res.r" << i
-         << ".aligned + res.r" << i << ".offset * " << es << ", " << r
-         << ", res.r" << i << ".sizes, res.r" << i << ".strides, " << es << ");\n";
+      os << "      gatec_copy((char *)out_data[" << i
+         << "], (const char *)res.r" << i << ".aligned + res.r" << i
+         << ".offset * " << es << ", " << r << ", res.r" << i << ".sizes, res.r"
+         << i << ".strides, " << es << ");\n";
     else
       os << "      memcpy(out_data[" << i << "], (const char *)res.r" << i
-         << ".aligned + res.r" << i << ".offset * " << es << ", " << es << ");\n";
+         << ".aligned + res.r" << i << ".offset * " << es << ", " << es
+         << ");\n";
     os << "    }\n    free(res.r" << i << ".allocated);\n  }\n";
   }
   os << "  return failed;\n}\n\n";
@@ -292,7 +308,8 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
         "\"cpu-x86_64\", "
      << sig.inputs.size() << ", " << sig.outputs.size()
      << ", in_info, out_info, gatec_run};\n\n"
-        "GATEC_MODEL_EXPORT const gatec_model_abi *gatec_model_get_abi(void) {\n"
+        "GATEC_MODEL_EXPORT const gatec_model_abi *gatec_model_get_abi(void) "
+        "{\n"
         "  return &gatec_abi;\n}\n";
   return s;
 }
@@ -334,7 +351,8 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
     a.insert(a.end(), {"-c", ll, "-o", o1});
     b.insert(b.end(), {inc, "-c", c, "-o", o2});
     r = succeeded(runTool(a, loc)) && succeeded(runTool(b, loc)) &&
-                succeeded(runTool({"ld.lld-22", "-r", o1, o2, "-o", opts.output}, loc))
+                succeeded(runTool(
+                    {"ld.lld-22", "-r", o1, o2, "-o", opts.output}, loc))
             ? success()
             : failure();
   } else {

@@ -18,7 +18,7 @@ namespace gatec {
 /// One input or output of @main_graph, as the model ABI describes it.
 struct ValueSignature {
   std::string name;
-  int32_t dtype = 0; // gatec_dtype numbering
+  int32_t dtype = 0;         // gatec_dtype numbering
   std::vector<int64_t> dims; // -1 = dynamic
   std::vector<std::string> dimParams;
 };
@@ -36,8 +36,8 @@ mlir::FailureOr<ModelSignature> readSignature(mlir::ModuleOp module);
 void requestCInterface(mlir::ModuleOp module);
 
 struct EmitOptions {
-  std::string output;        // the .so or .o to write
-  bool objectOnly = false;   // write a relocatable object instead
+  std::string output;      // the .so or .o to write
+  bool objectOnly = false; // write a relocatable object instead
   std::string cc = "clang-22";
   std::string runtimeInclude; // dir holding gatec/model_abi.h
 };

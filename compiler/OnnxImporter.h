@@ -29,9 +29,9 @@ struct ImportOptions {
 
 /// Imports the model at `path`. On error, emits a diagnostic located at the
 /// model file or the offending node and returns null.
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext *ctx,
-                                                  llvm::StringRef path,
-                                                  const ImportOptions &opts = {});
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(mlir::MLIRContext *ctx, llvm::StringRef path,
+                const ImportOptions &opts = {});
 
 } // namespace gatec
 

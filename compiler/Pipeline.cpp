@@ -22,8 +22,7 @@ const std::vector<Phase> &getPhases() {
   static const std::vector<Phase> phases = {
       {"onnx", "ONNX ops as imported; shapes inferred, shape chains folded",
        [](mlir::OpPassManager &pm) {
-         pm.addNestedPass<mlir::func::FuncOp>(
-             onnx::createOnnxShapeInference());
+         pm.addNestedPass<mlir::func::FuncOp>(onnx::createOnnxShapeInference());
          pm.addPass(mlir::createCSEPass());
        }},
       {"gated", "gate constructs raised to gated ops",
@@ -54,7 +53,8 @@ const std::vector<Phase> &getPhases() {
              "function-boundary-type-conversion=identity-layout-map},"
              "ownership-based-buffer-deallocation,canonicalize,"
              "buffer-deallocation-simplification,"
-             "bufferization-lower-deallocations,convert-bufferization-to-memref,"
+             "bufferization-lower-deallocations,convert-bufferization-to-"
+             "memref,"
              "cse,canonicalize,"
              "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
              "lower-affine,"
@@ -75,7 +75,8 @@ int findPhase(llvm::StringRef name) {
 }
 
 void registerGatecDialects(mlir::DialectRegistry &registry) {
-  registry.insert<onnx::OnnxDialect, gated::GatedDialect, mlir::func::FuncDialect>();
+  registry.insert<onnx::OnnxDialect, gated::GatedDialect,
+                  mlir::func::FuncDialect>();
   // The dialects, interfaces and LLVM IR translations of the lowering.
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

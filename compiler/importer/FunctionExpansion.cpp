@@ -20,7 +20,8 @@ using Key = std::tuple<std::string, std::string, std::string>;
 // current exporters write: NodeProto.overload (8), FunctionProto.overload
 // (13) and FunctionProto.attribute_proto (11). Protobuf keeps them as unknown
 // fields; read them from there.
-const google::protobuf::UnknownFieldSet &unknown(const google::protobuf::Message &m) {
+const google::protobuf::UnknownFieldSet &
+unknown(const google::protobuf::Message &m) {
   return m.GetReflection()->GetUnknownFields(m);
 }
 
@@ -28,17 +29,20 @@ std::string unknownString(const google::protobuf::Message &m, int number) {
   const auto &u = unknown(m);
   for (int i = 0; i < u.field_count(); ++i)
     if (u.field(i).number() == number &&
-        u.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+        u.field(i).type() ==
+            google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
       return u.field(i).length_delimited();
   return "";
 }
 
-std::vector<::onnx::AttributeProto> attributeDefaults(const ::onnx::FunctionProto &f) {
+std::vector<::onnx::AttributeProto>
+attributeDefaults(const ::onnx::FunctionProto &f) {
   std::vector<::onnx::AttributeProto> out;
   const auto &u = unknown(f);
   for (int i = 0; i < u.field_count(); ++i)
     if (u.field(i).number() == 11 &&
-        u.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+        u.field(i).type() ==
+            google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
       ::onnx::AttributeProto a;
       if (a.ParseFromString(u.field(i).length_delimited()))
         out.push_back(std::move(a));
@@ -61,8 +65,9 @@ struct Expander {
   }
 
   /// Expands the calls in `nodes`, writing the result to `out`.
-  bool expandNodes(const google::protobuf::RepeatedPtrField<::onnx::NodeProto> &nodes,
-                   google::protobuf::RepeatedPtrField<::onnx::NodeProto> &out) {
+  bool expandNodes(
+      const google::protobuf::RepeatedPtrField<::onnx::NodeProto> &nodes,
+      google::protobuf::RepeatedPtrField<::onnx::NodeProto> &out) {
     for (const ::onnx::NodeProto &n : nodes) {
       const ::onnx::FunctionProto *f = lookup(n);
       if (++produced > kMaxNodes) {
@@ -110,8 +115,9 @@ struct Expander {
   }
 
   /// The body of `f` bound to the call `call`.
-  bool instantiate(const ::onnx::NodeProto &call, const ::onnx::FunctionProto &f,
-                   google::protobuf::RepeatedPtrField<::onnx::NodeProto> &body) {
+  bool
+  instantiate(const ::onnx::NodeProto &call, const ::onnx::FunctionProto &f,
+              google::protobuf::RepeatedPtrField<::onnx::NodeProto> &body) {
     std::string prefix =
         (call.name().empty() ? call.op_type() : call.name()) + "/";
     std::map<std::string, std::string> rename;
@@ -150,7 +156,8 @@ struct Expander {
         const ::onnx::AttributeProto *src = nullptr;
         if (auto it = actual.find(a.ref_attr_name()); it != actual.end())
           src = it->second;
-        else if (auto it = defaults.find(a.ref_attr_name()); it != defaults.end())
+        else if (auto it = defaults.find(a.ref_attr_name());
+                 it != defaults.end())
           src = it->second;
         if (!src)
           continue; // unset: the inner op's own default applies

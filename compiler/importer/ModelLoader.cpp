@@ -3,10 +3,10 @@
 
 #include "onnx/defs/parser.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <algorithm>
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -44,8 +44,9 @@ bool loadModel(llvm::StringRef path, ::onnx::ModelProto &model,
         return false;
       }
     } catch (const std::exception &e) {
-      error = std::string("cannot parse the ONNX text format: invalid literal (") +
-              e.what() + ")";
+      error =
+          std::string("cannot parse the ONNX text format: invalid literal (") +
+          e.what() + ")";
       return false;
     } catch (...) {
       error = "cannot parse the ONNX text format";

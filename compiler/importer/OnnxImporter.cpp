@@ -1,15 +1,15 @@
 //===- OnnxImporter.cpp - ONNX graphs to the onnx dialect -----------------===//
 #include "compiler/OnnxImporter.h"
-#include "compiler/support/Diagnostics.h"
 #include "compiler/importer/ImporterInternal.h"
+#include "compiler/support/Diagnostics.h"
 #include "dialects/onnx/OnnxDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/Support/Path.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
 #include <map>
 
 using namespace mlir;
@@ -36,9 +36,14 @@ const OpSpec *findSpec(StringRef op) {
 /// The first opset in which an op exists, for ops newer than kMinOpset.
 int64_t firstOpset(StringRef op) {
   static const std::map<std::string, int64_t> first = {
-      {"Trilu", 14},          {"CastLike", 15},      {"LayerNormalization", 17},
-      {"Gelu", 20},           {"Attention", 23},     {"RMSNormalization", 23},
-      {"RotaryEmbedding", 23}, {"LinearAttention", 27}};
+      {"Trilu", 14},
+      {"CastLike", 15},
+      {"LayerNormalization", 17},
+      {"Gelu", 20},
+      {"Attention", 23},
+      {"RMSNormalization", 23},
+      {"RotaryEmbedding", 23},
+      {"LinearAttention", 27}};
   auto it = first.find(op.str());
   return it == first.end() ? 1 : it->second;
 }
@@ -154,10 +159,12 @@ FailureOr<Type> GraphImporter::typeOf(const ::onnx::TypeProto &t, Location loc,
   for (const auto &d : tt.shape().dim()) {
     if (d.has_dim_value() && d.dim_value() >= 0) {
       shape.push_back(d.dim_value());
-      if (dimParams) dimParams->push_back(b.getStringAttr(""));
+      if (dimParams)
+        dimParams->push_back(b.getStringAttr(""));
     } else {
       shape.push_back(ShapedType::kDynamic);
-      if (dimParams) dimParams->push_back(b.getStringAttr(d.dim_param()));
+      if (dimParams)
+        dimParams->push_back(b.getStringAttr(d.dim_param()));
       anyParam |= d.has_dim_param();
     }
   }
@@ -169,8 +176,7 @@ FailureOr<Type> GraphImporter::typeOf(const ::onnx::TypeProto &t, Location loc,
 LogicalResult GraphImporter::importInitializers(::onnx::GraphProto &g) {
   if (g.sparse_initializer_size() > 0)
     return emitError(fileLoc())
-           << "sparse initializer '"
-           << g.sparse_initializer(0).values().name()
+           << "sparse initializer '" << g.sparse_initializer(0).values().name()
            << "' is not supported (densify it, e.g. with onnx.numpy_helper)";
   for (::onnx::TensorProto &t : *g.mutable_initializer()) {
     std::string error;
@@ -189,13 +195,20 @@ FailureOr<Attribute> GraphImporter::convertAttr(::onnx::AttributeProto &a,
   auto type = a.type();
   if (type == ::onnx::AttributeProto::UNDEFINED) {
     // Old models leave the type unset: deduce it from the field present.
-    if (a.has_i()) type = ::onnx::AttributeProto::INT;
-    else if (a.has_f()) type = ::onnx::AttributeProto::FLOAT;
-    else if (a.has_s()) type = ::onnx::AttributeProto::STRING;
-    else if (a.has_t()) type = ::onnx::AttributeProto::TENSOR;
-    else if (a.ints_size()) type = ::onnx::AttributeProto::INTS;
-    else if (a.floats_size()) type = ::onnx::AttributeProto::FLOATS;
-    else if (a.strings_size()) type = ::onnx::AttributeProto::STRINGS;
+    if (a.has_i())
+      type = ::onnx::AttributeProto::INT;
+    else if (a.has_f())
+      type = ::onnx::AttributeProto::FLOAT;
+    else if (a.has_s())
+      type = ::onnx::AttributeProto::STRING;
+    else if (a.has_t())
+      type = ::onnx::AttributeProto::TENSOR;
+    else if (a.ints_size())
+      type = ::onnx::AttributeProto::INTS;
+    else if (a.floats_size())
+      type = ::onnx::AttributeProto::FLOATS;
+    else if (a.strings_size())
+      type = ::onnx::AttributeProto::STRINGS;
   }
   switch (type) {
   case ::onnx::AttributeProto::INT:
@@ -304,7 +317,8 @@ FailureOr<Operation *> GraphImporter::createOp(StringRef opType,
   return op;
 }
 
-LogicalResult GraphImporter::importConstant(::onnx::NodeProto &n, Location loc) {
+LogicalResult GraphImporter::importConstant(::onnx::NodeProto &n,
+                                            Location loc) {
   if (n.attribute_size() != 1 || n.output_size() != 1)
     return emitError(loc) << "Constant must have exactly one value attribute "
                              "and one output";
@@ -336,12 +350,13 @@ LogicalResult GraphImporter::importConstant(::onnx::NodeProto &n, Location loc) 
     return emitError(loc) << "Constant with attribute '" << a.name()
                           << "' is not supported";
   }
-  values[n.output(0)] = onnx::ConstantOp::create(b, loc, cast<ElementsAttr>(value));
+  values[n.output(0)] =
+      onnx::ConstantOp::create(b, loc, cast<ElementsAttr>(value));
   return success();
 }
 
 SmallVector<Type> GraphImporter::scanBodyInputTypes(const ::onnx::NodeProto &n,
-                                                   ArrayRef<Value> operands) {
+                                                    ArrayRef<Value> operands) {
   int64_t numScan = 0;
   SmallVector<int64_t> axes;
   for (const auto &a : n.attribute()) {
@@ -374,8 +389,8 @@ SmallVector<Type> GraphImporter::scanBodyInputTypes(const ::onnx::NodeProto &n,
   return types;
 }
 
-LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &region,
-                                            Location loc,
+LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g,
+                                            Region &region, Location loc,
                                             ArrayRef<Type> argTypes) {
   GraphImporter sub(ctx, file, opset, tensors, this);
   sub.domainOpsets = domainOpsets;
@@ -398,9 +413,9 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &regio
         return failure();
       if (getElementTypeOrSelf(*declared) != getElementTypeOrSelf(t) ||
           failed(verifyCompatibleShape(*declared, t)))
-        return emitError(loc) << "subgraph input '" << in.name()
-                              << "' is declared " << *declared
-                              << " but the op gives it " << t;
+        return emitError(loc)
+               << "subgraph input '" << in.name() << "' is declared "
+               << *declared << " but the op gives it " << t;
       if (cast<TensorType>(*declared).hasRank())
         t = *declared;
     } else if (in.has_type() && !in.type().has_tensor_type() &&
@@ -418,8 +433,8 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g, Region &regio
   for (const auto &o : g.output()) {
     Value v = sub.lookup(o.name());
     if (!v)
-      return emitError(loc) << "subgraph output '" << o.name()
-                            << "' is not defined";
+      return emitError(loc)
+             << "subgraph output '" << o.name() << "' is not defined";
     outs.push_back(v);
   }
   onnx::YieldOp::create(sub.b, loc, outs);
@@ -469,7 +484,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
     StringRef an = a.name();
     bool reduceAttrAxes =
         an == "axes" &&
-        ((opType.starts_with("Reduce") && opType != "ReduceSum" && opset < 18) ||
+        ((opType.starts_with("Reduce") && opType != "ReduceSum" &&
+          opset < 18) ||
          (opType == "ReduceSum" && opset < 13) ||
          ((opType == "Squeeze" || opType == "Unsqueeze") && opset < 13));
     if (reduceAttrAxes) {
@@ -489,8 +505,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
       continue; // inference: Dropout is the identity whatever the ratio
     if (a.type() == ::onnx::AttributeProto::GRAPH || a.has_g()) {
       if (opName.getStringRef() != "onnx.Scan" || an != "body")
-        return emitError(loc) << "graph attribute '" << an
-                              << "' is not supported";
+        return emitError(loc)
+               << "graph attribute '" << an << "' is not supported";
       if (failed(importSubgraph(*a.mutable_g(), body, loc,
                                 scanBodyInputTypes(n, operands))))
         return failure();
@@ -534,8 +550,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
     present[0] = true;
 
   Operation *op;
-  if (oldSoftmaxAxis || ((opType == "Softmax" || opType == "LogSoftmax") &&
-                         opset < 13)) {
+  if (oldSoftmaxAxis ||
+      ((opType == "Softmax" || opType == "LogSoftmax") && opset < 13)) {
     // Softmax-1..12: the input is coerced to 2-D at `axis` (default 1),
     // normalised over the second dimension, and reshaped back.
     int64_t axis = oldSoftmaxAxis.value_or(1);
@@ -544,15 +560,14 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
                          {true}, loc);
     if (failed(flat))
       return failure();
-    auto sm = createOp(opType, {(*flat)->getResult(0)},
-                       {b.getNamedAttr("axis", b.getI64IntegerAttr(1))},
-                       {true}, loc);
+    auto sm =
+        createOp(opType, {(*flat)->getResult(0)},
+                 {b.getNamedAttr("axis", b.getI64IntegerAttr(1))}, {true}, loc);
     auto shape = createOp("Shape", {operands[0]}, {}, {true}, loc);
     if (failed(sm) || failed(shape))
       return failure();
-    auto re = createOp("Reshape",
-                       {(*sm)->getResult(0), (*shape)->getResult(0)}, {},
-                       {true}, loc);
+    auto re = createOp("Reshape", {(*sm)->getResult(0), (*shape)->getResult(0)},
+                       {}, {true}, loc);
     if (failed(re))
       return failure();
     op = *re;
@@ -578,18 +593,16 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
         auto inferred = cast<TensorType>(res.getType());
         auto d = cast<TensorType>(*declared);
         if (d.getElementType() != inferred.getElementType())
-          return emitError(loc)
-                 << "value '" << out << "' is declared " << d
-                 << " but the node computes " << inferred;
+          return emitError(loc) << "value '" << out << "' is declared " << d
+                                << " but the node computes " << inferred;
         if (d.hasRank() && (!inferred.hasRank() ||
                             succeeded(verifyCompatibleShape(d, inferred)))) {
-          if (!inferred.hasRank() || d.getNumDynamicDims() <
-                                         inferred.getNumDynamicDims())
+          if (!inferred.hasRank() ||
+              d.getNumDynamicDims() < inferred.getNumDynamicDims())
             res.setType(d);
         } else if (d.hasRank()) {
-          return emitError(loc)
-                 << "value '" << out << "' is declared " << d
-                 << " but the node computes " << inferred;
+          return emitError(loc) << "value '" << out << "' is declared " << d
+                                << " but the node computes " << inferred;
         }
       }
     }
@@ -641,7 +654,7 @@ OwningOpRef<ModuleOp> GraphImporter::importMain(::onnx::GraphProto &g) {
     argAttrs.push_back(b.getDictionaryAttr(a));
   }
   auto func = func::FuncOp::create(b, fileLoc(), "main_graph",
-                                     b.getFunctionType(argTypes, {}));
+                                   b.getFunctionType(argTypes, {}));
   block = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     values[name] = block->getArgument(i);

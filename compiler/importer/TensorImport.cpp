@@ -9,10 +9,10 @@
 #include "compiler/importer/ImporterInternal.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "llvm/ADT/SmallString.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <cstring>
@@ -26,20 +26,34 @@ namespace gatec::importer {
 Type elementTypeOf(MLIRContext *ctx, int32_t dt) {
   Builder b(ctx);
   switch (dt) {
-  case TensorProto::FLOAT: return b.getF32Type();
-  case TensorProto::DOUBLE: return b.getF64Type();
-  case TensorProto::FLOAT16: return b.getF16Type();
-  case TensorProto::BFLOAT16: return b.getBF16Type();
-  case TensorProto::INT8: return b.getIntegerType(8);
-  case TensorProto::INT16: return b.getIntegerType(16);
-  case TensorProto::INT32: return b.getIntegerType(32);
-  case TensorProto::INT64: return b.getIntegerType(64);
-  case TensorProto::UINT8: return b.getIntegerType(8, false);
-  case TensorProto::UINT16: return b.getIntegerType(16, false);
-  case TensorProto::UINT32: return b.getIntegerType(32, false);
-  case TensorProto::UINT64: return b.getIntegerType(64, false);
-  case TensorProto::BOOL: return b.getI1Type();
-  default: return {};
+  case TensorProto::FLOAT:
+    return b.getF32Type();
+  case TensorProto::DOUBLE:
+    return b.getF64Type();
+  case TensorProto::FLOAT16:
+    return b.getF16Type();
+  case TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case TensorProto::INT8:
+    return b.getIntegerType(8);
+  case TensorProto::INT16:
+    return b.getIntegerType(16);
+  case TensorProto::INT32:
+    return b.getIntegerType(32);
+  case TensorProto::INT64:
+    return b.getIntegerType(64);
+  case TensorProto::UINT8:
+    return b.getIntegerType(8, false);
+  case TensorProto::UINT16:
+    return b.getIntegerType(16, false);
+  case TensorProto::UINT32:
+    return b.getIntegerType(32, false);
+  case TensorProto::UINT64:
+    return b.getIntegerType(64, false);
+  case TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return {};
   }
 }
 
@@ -47,9 +61,9 @@ std::string dataTypeName(int32_t dt) {
   if (TensorProto::DataType_IsValid(dt))
     return TensorProto::DataType_Name((TensorProto::DataType)dt);
   // Types newer than Debian's ONNX 1.12 proto (onnx.proto of 1.22).
-  static const char *newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                "FLOAT8E5M2FNUZ", "UINT4", "INT4",
-                                "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+  static const char *newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+      "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0", "UINT2",          "INT2"};
   if (dt >= 17 && dt < 17 + (int32_t)std::size(newer))
     return newer[dt - 17];
   return "data type " + std::to_string(dt);
@@ -98,32 +112,46 @@ bool typedFieldBytes(const TensorProto &t, Type e, int64_t n,
   // Check the number of values before allocating anything.
   int64_t have;
   switch (t.data_type()) {
-  case TensorProto::FLOAT: have = t.float_data_size(); break;
-  case TensorProto::DOUBLE: have = t.double_data_size(); break;
-  case TensorProto::INT64: have = t.int64_data_size(); break;
+  case TensorProto::FLOAT:
+    have = t.float_data_size();
+    break;
+  case TensorProto::DOUBLE:
+    have = t.double_data_size();
+    break;
+  case TensorProto::INT64:
+    have = t.int64_data_size();
+    break;
   case TensorProto::UINT32:
-  case TensorProto::UINT64: have = t.uint64_data_size(); break;
-  default: have = t.int32_data_size(); break;
+  case TensorProto::UINT64:
+    have = t.uint64_data_size();
+    break;
+  default:
+    have = t.int32_data_size();
+    break;
   }
   if (have != n)
     return mismatch(have);
   out.resize(n * w);
   switch (t.data_type()) {
   case TensorProto::FLOAT:
-    if (t.float_data_size() != n) return mismatch(t.float_data_size());
+    if (t.float_data_size() != n)
+      return mismatch(t.float_data_size());
     memcpy(out.data(), t.float_data().data(), n * 4);
     return true;
   case TensorProto::DOUBLE:
-    if (t.double_data_size() != n) return mismatch(t.double_data_size());
+    if (t.double_data_size() != n)
+      return mismatch(t.double_data_size());
     memcpy(out.data(), t.double_data().data(), n * 8);
     return true;
   case TensorProto::INT64:
-    if (t.int64_data_size() != n) return mismatch(t.int64_data_size());
+    if (t.int64_data_size() != n)
+      return mismatch(t.int64_data_size());
     memcpy(out.data(), t.int64_data().data(), n * 8);
     return true;
   case TensorProto::UINT32:
   case TensorProto::UINT64:
-    if (t.uint64_data_size() != n) return mismatch(t.uint64_data_size());
+    if (t.uint64_data_size() != n)
+      return mismatch(t.uint64_data_size());
     for (int64_t i = 0; i < n; ++i) {
       uint64_t v = t.uint64_data(i);
       memcpy(out.data() + i * w, &v, w);
@@ -132,7 +160,8 @@ bool typedFieldBytes(const TensorProto &t, Type e, int64_t n,
   default:
     // int32_data holds INT32, INT16, INT8, UINT16, UINT8, BOOL, and the bit
     // patterns of FLOAT16 / BFLOAT16.
-    if (t.int32_data_size() != n) return mismatch(t.int32_data_size());
+    if (t.int32_data_size() != n)
+      return mismatch(t.int32_data_size());
     for (int64_t i = 0; i < n; ++i) {
       int32_t v = t.int32_data(i);
       memcpy(out.data() + i * w, &v, w);
@@ -197,11 +226,12 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
       return {};
     if (length < 0)
       length = bytes;
-    if ((size_t)length != bytes || (size_t)(offset + length) > buf->getBufferSize()) {
+    if ((size_t)length != bytes ||
+        (size_t)(offset + length) > buf->getBufferSize()) {
       error = "tensor '" + t.name() + "' needs " + std::to_string(bytes) +
               " bytes at offset " + std::to_string(offset) + " of '" +
-              location + "' (length " + std::to_string(length) + ", file size " +
-              std::to_string(buf->getBufferSize()) + ")";
+              location + "' (length " + std::to_string(length) +
+              ", file size " + std::to_string(buf->getBufferSize()) + ")";
       return {};
     }
     data = ArrayRef<char>(buf->getBufferStart() + offset, bytes);
@@ -239,7 +269,8 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
   AsmResourceBlob blob;
   if (owner && reinterpret_cast<uintptr_t>(data.data()) % align == 0) {
     blob = UnmanagedAsmResourceBlob::allocateWithAlign(
-        data, align, [owner](void *, size_t, size_t) mutable { owner.reset(); });
+        data, align,
+        [owner](void *, size_t, size_t) mutable { owner.reset(); });
   } else {
     blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, align);
   }

@@ -91,10 +91,19 @@ OnnxDiagnosticHandler::OnnxDiagnosticHandler(MLIRContext *ctx)
     llvm::raw_ostream &os = llvm::errs();
     os << describeLocation(diag.getLocation()) << ": ";
     switch (diag.getSeverity()) {
-    case DiagnosticSeverity::Error: ++errors; os << "error: "; break;
-    case DiagnosticSeverity::Warning: os << "warning: "; break;
-    case DiagnosticSeverity::Note: os << "note: "; break;
-    case DiagnosticSeverity::Remark: os << "remark: "; break;
+    case DiagnosticSeverity::Error:
+      ++errors;
+      os << "error: ";
+      break;
+    case DiagnosticSeverity::Warning:
+      os << "warning: ";
+      break;
+    case DiagnosticSeverity::Note:
+      os << "note: ";
+      break;
+    case DiagnosticSeverity::Remark:
+      os << "remark: ";
+      break;
     }
     os << diag.str() << "\n";
     for (Diagnostic &note : diag.getNotes())

@@ -36,9 +36,9 @@ LogicalResult sameElementType(Operation *op, ValueRange values) {
   Type e = getElementTypeOrSelf(op->getResult(0).getType());
   for (Value v : values)
     if (v && getElementTypeOrSelf(v.getType()) != e)
-      return op->emitOpError() << "operand element type "
-                               << getElementTypeOrSelf(v.getType())
-                               << " differs from the result's " << e;
+      return op->emitOpError()
+             << "operand element type " << getElementTypeOrSelf(v.getType())
+             << " differs from the result's " << e;
   return success();
 }
 } // namespace
@@ -48,11 +48,13 @@ LogicalResult AttentionOp::verify() {
   auto k = cast<ShapedType>(getKey().getType());
   auto v = cast<ShapedType>(getValue().getType());
   auto r = cast<ShapedType>(getResult().getType());
-  if (failed(sameElementType(*this, {getQuery(), getKey(), getValue(), getGate()})))
+  if (failed(sameElementType(*this,
+                             {getQuery(), getKey(), getValue(), getGate()})))
     return failure();
   if (!q.hasRank() || !k.hasRank() || !v.hasRank() || !r.hasRank())
     return success();
-  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 || r.getRank() != 4)
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 ||
+      r.getRank() != 4)
     return emitOpError() << "query, key, value and result must be 4-D "
                             "[batch, heads, sequence, head_dim]";
   int64_t b = q.getDimSize(0), hq = q.getDimSize(1), t = q.getDimSize(2),
@@ -114,8 +116,8 @@ LogicalResult GateOp::verify() {
   if (failed(sameElementType(*this, {getX(), getGate()})))
     return failure();
   auto x = cast<ShapedType>(getX().getType());
-  if (x.hasRank() && !broadcastsTo(cast<ShapedType>(getGate().getType()),
-                                   x.getShape()))
+  if (x.hasRank() &&
+      !broadcastsTo(cast<ShapedType>(getGate().getType()), x.getShape()))
     return emitOpError() << "gate " << getGate().getType()
                          << " does not broadcast to the gated value " << x;
   return success();
@@ -136,17 +138,20 @@ LogicalResult GluOp::verify() {
       !(mayEqual(w.getDimSize(0), v.getDimSize(0)) &&
         mayEqual(w.getDimSize(1), v.getDimSize(1))))
     return emitOpError() << "w " << w << " and v " << v << " differ";
-  if (x.getRank() < 1 || !mayEqual(x.getDimSize(x.getRank() - 1), w.getDimSize(0)))
+  if (x.getRank() < 1 ||
+      !mayEqual(x.getDimSize(x.getRank() - 1), w.getDimSize(0)))
     return emitOpError() << "x's last dimension must be w's first ("
                          << dim(w.getDimSize(0)) << ")";
   if (r.getRank() != x.getRank() ||
       !mayEqual(r.getDimSize(r.getRank() - 1), w.getDimSize(1)))
     return emitOpError() << "result must be x's shape with the last "
-                            "dimension " << dim(w.getDimSize(1));
+                            "dimension "
+                         << dim(w.getDimSize(1));
   for (int64_t i = 0; i + 1 < x.getRank(); ++i)
     if (!mayEqual(x.getDimSize(i), r.getDimSize(i)))
       return emitOpError() << "result must be x's shape with the last "
-                              "dimension " << dim(w.getDimSize(1));
+                              "dimension "
+                           << dim(w.getDimSize(1));
   return success();
 }
 
@@ -189,8 +194,8 @@ LogicalResult ResidualOp::verify() {
   return success();
 }
 
-static LogicalResult verifyNorm(Operation *op, Value x, Value weight, Value bias,
-                                float epsilon) {
+static LogicalResult verifyNorm(Operation *op, Value x, Value weight,
+                                Value bias, float epsilon) {
   if (failed(sameElementType(op, {x, weight, bias})))
     return failure();
   if (!(epsilon >= 0.0f))
@@ -204,7 +209,8 @@ static LogicalResult verifyNorm(Operation *op, Value x, Value weight, Value bias
         (pt.getRank() != 1 || xt.getRank() < 1 ||
          !mayEqual(pt.getDimSize(0), xt.getDimSize(xt.getRank() - 1))))
       return op->emitOpError() << "weight and bias must be [D] with D = x's "
-                                  "last dimension, got " << pt;
+                                  "last dimension, got "
+                               << pt;
   }
   return success();
 }

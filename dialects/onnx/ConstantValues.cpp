@@ -44,11 +44,26 @@ std::optional<SmallVector<int64_t>> getConstantInts(Value v) {
       const char *p = data.data() + i * bytes;
       int64_t x = 0;
       switch (bytes) {
-      case 1: x = isUnsigned ? (int64_t)*(const uint8_t *)p : *(const int8_t *)p; break;
-      case 2: { int16_t t; memcpy(&t, p, 2); x = isUnsigned ? (uint16_t)t : t; break; }
-      case 4: { int32_t t; memcpy(&t, p, 4); x = isUnsigned ? (int64_t)(uint32_t)t : t; break; }
-      case 8: memcpy(&x, p, 8); break;
-      default: return std::nullopt;
+      case 1:
+        x = isUnsigned ? (int64_t) * (const uint8_t *)p : *(const int8_t *)p;
+        break;
+      case 2: {
+        int16_t t;
+        memcpy(&t, p, 2);
+        x = isUnsigned ? (uint16_t)t : t;
+        break;
+      }
+      case 4: {
+        int32_t t;
+        memcpy(&t, p, 4);
+        x = isUnsigned ? (int64_t)(uint32_t)t : t;
+        break;
+      }
+      case 8:
+        memcpy(&x, p, 8);
+        break;
+      default:
+        return std::nullopt;
       }
       out.push_back(x);
     }
@@ -108,15 +123,16 @@ std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
     int64_t rank = t.getRank();
     int64_t start = shape.getStart();
     int64_t end = shape.getEnd() ? *shape.getEnd() : rank;
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
+    if (start < 0)
+      start += rank;
+    if (end < 0)
+      end += rank;
     start = std::clamp<int64_t>(start, 0, rank);
     end = std::clamp<int64_t>(end, 0, rank);
     Result r;
     for (int64_t i = start; i < end; ++i)
-      r.push_back(t.isDynamicDim(i)
-                      ? DimExpr{std::nullopt, shape.getData(), i}
-                      : DimExpr{t.getDimSize(i), {}, -1});
+      r.push_back(t.isDynamicDim(i) ? DimExpr{std::nullopt, shape.getData(), i}
+                                    : DimExpr{t.getDimSize(i), {}, -1});
     return r;
   }
   if (auto gather = dyn_cast<GatherOp>(def)) {
@@ -126,7 +142,8 @@ std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
       return std::nullopt;
     Result r;
     for (int64_t i : *idx) {
-      if (i < 0) i += data->size();
+      if (i < 0)
+        i += data->size();
       if (i < 0 || i >= (int64_t)data->size())
         return std::nullopt;
       r.push_back((*data)[i]);
@@ -231,11 +248,11 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   }
   // Ops whose result has the shape of their broadcast operands: follow an
   // operand of the same rank whose dimension i is not 1.
-  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, CastOp, SigmoidOp,
-          TanhOp, ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp,
-          SoftmaxOp, SoftplusOp, IdentityOp, LayerNormalizationOp,
-          RMSNormalizationOp, CosOp, SinOp, TriluOp, CumSumOp, AbsOp,
-          NotOp, EqualOp, LessOp>(def) ||
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, CastOp, SigmoidOp, TanhOp,
+          ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp, SoftmaxOp,
+          SoftplusOp, IdentityOp, LayerNormalizationOp, RMSNormalizationOp,
+          CosOp, SinOp, TriluOp, CumSumOp, AbsOp, NotOp, EqualOp, LessOp>(
+          def) ||
       def->getDialect()->getNamespace() == "gated") {
     for (Value o : def->getOperands()) {
       auto t = dyn_cast<RankedTensorType>(o.getType());

@@ -31,7 +31,8 @@ struct Values {
 };
 
 bool foldableElement(Type e) {
-  return e.isF32() || e.isF64() || (e.isInteger() && e.getIntOrFloatBitWidth() <= 64);
+  return e.isF32() || e.isF64() ||
+         (e.isInteger() && e.getIntOrFloatBitWidth() <= 64);
 }
 
 std::optional<Values> read(Attribute a) {
@@ -63,7 +64,8 @@ std::optional<Values> read(Attribute a) {
 }
 
 /// Builds a DenseElementsAttr of `type` from int64/double values.
-Attribute makeAttr(ShapedType type, ArrayRef<int64_t> ints, ArrayRef<double> fs) {
+Attribute makeAttr(ShapedType type, ArrayRef<int64_t> ints,
+                   ArrayRef<double> fs) {
   Type e = type.getElementType();
   if (!type.hasStaticShape() || !foldableElement(e))
     return {};
@@ -88,14 +90,16 @@ Attribute makeAttr(ShapedType type, ArrayRef<int64_t> ints, ArrayRef<double> fs)
   SmallVector<APInt> out;
   for (size_t i = 0; i < (fs.empty() ? ints.size() : fs.size()); ++i) {
     int64_t x = fs.empty() ? ints[i] : (int64_t)fs[i];
-    out.push_back(APInt(w, (uint64_t)x, /*isSigned=*/true, /*implicitTrunc=*/true));
+    out.push_back(
+        APInt(w, (uint64_t)x, /*isSigned=*/true, /*implicitTrunc=*/true));
   }
   return DenseElementsAttr::get(type, out);
 }
 
 Attribute makeAttr(ShapedType type, const Values &v) {
-  return makeAttr(type, v.isFloat ? ArrayRef<int64_t>() : ArrayRef<int64_t>(v.ints),
-               v.isFloat ? ArrayRef<double>(v.floats) : ArrayRef<double>());
+  return makeAttr(type,
+                  v.isFloat ? ArrayRef<int64_t>() : ArrayRef<int64_t>(v.ints),
+                  v.isFloat ? ArrayRef<double>(v.floats) : ArrayRef<double>());
 }
 
 ShapedType resultType(Operation *op) {
@@ -150,18 +154,24 @@ Attribute foldElementwise(Operation *op, ArrayRef<Attribute> operands, FI fi,
     SmallVector<double> xf;
     for (const Values &v : vs) {
       int64_t j = broadcastIndex(k, rt.getShape(), v.type.getShape());
-      if (v.isFloat) xf.push_back(v.floats[j]);
-      else xi.push_back(v.ints[j]);
-      if (v.isFloat) xi.push_back(0);
-      else xf.push_back((double)v.ints[j]);
+      if (v.isFloat)
+        xf.push_back(v.floats[j]);
+      else
+        xi.push_back(v.ints[j]);
+      if (v.isFloat)
+        xi.push_back(0);
+      else
+        xf.push_back((double)v.ints[j]);
     }
     if (isFloat) {
       auto r = ff(xi, xf);
-      if (!r) return {};
+      if (!r)
+        return {};
       of.push_back(*r);
     } else {
       auto r = fi(xi);
-      if (!r) return {};
+      if (!r)
+        return {};
       oi.push_back(*r);
     }
   }
@@ -208,7 +218,8 @@ OpFoldResult GatherOp::fold(FoldAdaptor a) {
       return {};
     SmallVector<int64_t> out;
     for (auto d : *part) {
-      if (!d) return {};
+      if (!d)
+        return {};
       out.push_back(*d);
     }
     if ((int64_t)out.size() != rt.getNumElements())
@@ -221,21 +232,27 @@ OpFoldResult GatherOp::fold(FoldAdaptor a) {
     return {};
   ArrayRef<int64_t> ds = data->type.getShape();
   int64_t axis = (int64_t)getAxis();
-  if (axis < 0) axis += ds.size();
+  if (axis < 0)
+    axis += ds.size();
   int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= ds[i];
-  for (size_t i = axis + 1; i < ds.size(); ++i) inner *= ds[i];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= ds[i];
+  for (size_t i = axis + 1; i < ds.size(); ++i)
+    inner *= ds[i];
   Values out;
   out.isFloat = data->isFloat;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j : idx->ints) {
-      if (j < 0) j += ds[axis];
+      if (j < 0)
+        j += ds[axis];
       if (j < 0 || j >= ds[axis])
         return {};
       for (int64_t i = 0; i < inner; ++i) {
         int64_t src = (o * ds[axis] + j) * inner + i;
-        if (data->isFloat) out.floats.push_back(data->floats[src]);
-        else out.ints.push_back(data->ints[src]);
+        if (data->isFloat)
+          out.floats.push_back(data->floats[src]);
+        else
+          out.ints.push_back(data->ints[src]);
       }
     }
   return makeAttr(rt, out);
@@ -302,17 +319,21 @@ OpFoldResult ConcatOp::fold(FoldAdaptor a) {
   }
   int64_t rank = rt.getRank();
   int64_t axis = (int64_t)getAxis();
-  if (axis < 0) axis += rank;
+  if (axis < 0)
+    axis += rank;
   int64_t outer = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= rt.getDimSize(i);
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= rt.getDimSize(i);
   Values out;
   out.isFloat = vs[0].isFloat;
   for (int64_t o = 0; o < outer; ++o)
     for (const Values &v : vs) {
       int64_t chunk = v.size() / std::max<int64_t>(outer, 1);
       for (int64_t i = 0; i < chunk; ++i) {
-        if (v.isFloat) out.floats.push_back(v.floats[o * chunk + i]);
-        else out.ints.push_back(v.ints[o * chunk + i]);
+        if (v.isFloat)
+          out.floats.push_back(v.floats[o * chunk + i]);
+        else
+          out.ints.push_back(v.ints[o * chunk + i]);
       }
     }
   return makeAttr(rt, out);
@@ -328,9 +349,11 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
   int64_t rank = ds.size();
   SmallVector<int64_t> st(rank, 0), step(rank, 1);
   std::optional<SmallVector<int64_t>> axes, steps;
-  if (!isa<NoneType>(getAxes().getType()) && !(axes = getConstantInts(getAxes())))
+  if (!isa<NoneType>(getAxes().getType()) &&
+      !(axes = getConstantInts(getAxes())))
     return {};
-  if (!isa<NoneType>(getSteps().getType()) && !(steps = getConstantInts(getSteps())))
+  if (!isa<NoneType>(getSteps().getType()) &&
+      !(steps = getConstantInts(getSteps())))
     return {};
   if (ends->size() != starts->size() ||
       (axes && axes->size() != starts->size()) ||
@@ -340,10 +363,12 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
     int64_t ax = axes ? (*axes)[i] : i;
     if (ax < -rank || ax >= rank)
       return {};
-    if (ax < 0) ax += rank;
+    if (ax < 0)
+      ax += rank;
     int64_t s = steps ? (*steps)[i] : 1;
     int64_t b = (*starts)[i], d = ds[ax];
-    if (b < 0) b += d;
+    if (b < 0)
+      b += d;
     b = s > 0 ? std::clamp<int64_t>(b, 0, d) : std::clamp<int64_t>(b, 0, d - 1);
     st[ax] = b;
     step[ax] = s;
@@ -360,8 +385,10 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
       src += (st[d] + c * step[d]) * stride;
       stride *= ds[d];
     }
-    if (data->isFloat) out.floats.push_back(data->floats[src]);
-    else out.ints.push_back(data->ints[src]);
+    if (data->isFloat)
+      out.floats.push_back(data->floats[src]);
+    else
+      out.ints.push_back(data->ints[src]);
   }
   return makeAttr(rt, out);
 }
@@ -369,19 +396,16 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
 #define BINARY_FOLD(OP, INT_EXPR, FLT_EXPR)                                    \
   OpFoldResult OP::fold(FoldAdaptor a) {                                       \
     return foldElementwise(                                                    \
-        *this, {a.getA(), a.getB()},                                           \
-        [](IntArgs x) -> OptI { INT_EXPR; },                                   \
+        *this, {a.getA(), a.getB()}, [](IntArgs x) -> OptI { INT_EXPR; },      \
         [](IntArgs, FltArgs x) -> OptF { FLT_EXPR; });                         \
   }
 BINARY_FOLD(AddOp, return x[0] + x[1], return (float)x[0] + (float)x[1])
 BINARY_FOLD(SubOp, return x[0] - x[1], return (float)x[0] - (float)x[1])
 BINARY_FOLD(MulOp, return x[0] * x[1], return (float)x[0] * (float)x[1])
-BINARY_FOLD(DivOp,
-            if (x[1] == 0 || (x[1] == -1 && x[0] == INT64_MIN))
-              return std::nullopt;
+BINARY_FOLD(DivOp, if (x[1] == 0 ||
+                       (x[1] == -1 && x[0] == INT64_MIN)) return std::nullopt;
             // ONNX integer Div truncates (C semantics).
-            return x[0] / x[1],
-            return (float)x[0] / (float)x[1])
+            return x[0] / x[1], return (float)x[0] / (float)x[1])
 BINARY_FOLD(EqualOp, return x[0] == x[1], return x[0] == x[1] ? 1.0 : 0.0)
 BINARY_FOLD(LessOp, return x[0] < x[1], return x[0] < x[1] ? 1.0 : 0.0)
 #undef BINARY_FOLD

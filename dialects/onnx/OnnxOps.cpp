@@ -48,14 +48,14 @@ LogicalResult verifyInferredResultTypes(Operation *op) {
   if (failed(iface.inferResultTypes(inferred)))
     return failure();
   if (inferred.size() != op->getNumResults())
-    return op->emitOpError() << "has " << op->getNumResults()
-                             << " results, its ONNX semantics give "
-                             << inferred.size();
+    return op->emitOpError()
+           << "has " << op->getNumResults()
+           << " results, its ONNX semantics give " << inferred.size();
   for (auto [idx, res, inf] : llvm::enumerate(op->getResults(), inferred)) {
     if (!meet(res.getType(), inf))
-      return op->emitOpError() << "result #" << idx << " is declared "
-                               << res.getType() << " but its operands give "
-                               << inf;
+      return op->emitOpError()
+             << "result #" << idx << " is declared " << res.getType()
+             << " but its operands give " << inf;
   }
   return success();
 }
@@ -68,15 +68,15 @@ LogicalResult refineResultTypes(Operation *op, bool &changed) {
   if (failed(iface.inferResultTypes(inferred)))
     return failure();
   if (inferred.size() != op->getNumResults())
-    return op->emitOpError() << "has " << op->getNumResults()
-                             << " results, its ONNX semantics give "
-                             << inferred.size();
+    return op->emitOpError()
+           << "has " << op->getNumResults()
+           << " results, its ONNX semantics give " << inferred.size();
   for (auto [idx, res, inf] : llvm::enumerate(op->getResults(), inferred)) {
     Type m = meet(res.getType(), inf);
     if (!m)
-      return op->emitOpError() << "result #" << idx << " is declared "
-                               << res.getType() << " but its operands give "
-                               << inf;
+      return op->emitOpError()
+             << "result #" << idx << " is declared " << res.getType()
+             << " but its operands give " << inf;
     if (m != res.getType()) {
       res.setType(m);
       changed = true;
@@ -121,7 +121,9 @@ ParseResult ConstantOp::parse(OpAsmParser &parser, OperationState &result) {
   result.addTypes(elements.getType());
   return success();
 }
-OpFoldResult NoValueOp::fold(FoldAdaptor) { return UnitAttr::get(getContext()); }
+OpFoldResult NoValueOp::fold(FoldAdaptor) {
+  return UnitAttr::get(getContext());
+}
 
 #define GET_OP_CLASSES
 #include "dialects/onnx/OnnxOps.cpp.inc"

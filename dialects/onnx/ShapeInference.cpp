@@ -43,8 +43,8 @@ FailureOr<int64_t> normAxis(Operation *op, int64_t axis, int64_t rank,
                             StringRef what = "axis", bool inclusive = false) {
   int64_t hi = inclusive ? rank + 1 : rank;
   if (axis < -hi || axis >= hi)
-    return op->emitOpError() << what << " " << axis
-                             << " is out of range for rank " << rank;
+    return op->emitOpError()
+           << what << " " << axis << " is out of range for rank " << rank;
   return axis < 0 ? axis + hi : axis;
 }
 
@@ -90,8 +90,9 @@ LogicalResult checkSameElementType(Operation *op, ValueRange vs) {
     if (isNone(v))
       continue;
     if (e && elemOf(v) != e)
-      return op->emitOpError() << "operands must have the same element type, got "
-                               << e << " and " << elemOf(v);
+      return op->emitOpError()
+             << "operands must have the same element type, got " << e << " and "
+             << elemOf(v);
     e = elemOf(v);
   }
   return success();
@@ -118,8 +119,8 @@ Shape fromPartial(ArrayRef<std::optional<int64_t>> p) {
   return s;
 }
 
-LogicalResult reduceShape(Operation *op, Value data, Value axesV,
-                          bool keepdims, bool noopWithEmptyAxes, Types &r) {
+LogicalResult reduceShape(Operation *op, Value data, Value axesV, bool keepdims,
+                          bool noopWithEmptyAxes, Types &r) {
   auto s = shapeOf(data);
   Type e = elemOf(data);
   std::optional<SmallVector<int64_t>> axes;
@@ -251,7 +252,8 @@ SAME_AS_FIRST(RMSNormalizationOp)
 
 #define SAME_SHAPE_BOOL(OP)                                                    \
   LogicalResult OP::inferResultTypes(Types &r) {                               \
-    r.push_back(tensorOf(shapeOf(getOperand()), IntegerType::get(getContext(), 1))); \
+    r.push_back(                                                               \
+        tensorOf(shapeOf(getOperand()), IntegerType::get(getContext(), 1)));   \
     return success();                                                          \
   }
 SAME_SHAPE_BOOL(IsInfOp)
@@ -272,7 +274,7 @@ SOFTMAX_LIKE(LogSoftmaxOp)
 #define BROADCAST_SAME(OP)                                                     \
   LogicalResult OP::inferResultTypes(Types &r) {                               \
     if (getOperation()->getNumOperands() == 0)                                 \
-      return emitOpError() << "needs at least one input";                     \
+      return emitOpError() << "needs at least one input";                      \
     return broadcastTo(getOperation(), getOperation()->getOperands(),          \
                        elemOf(getOperand(0)), r);                              \
   }
@@ -314,10 +316,10 @@ LogicalResult WhereOp::inferResultTypes(Types &r) {
 LogicalResult DropoutOp::inferResultTypes(Types &r) {
   r.push_back(getData().getType());
   if (getNumResults() > 1)
-    r.push_back(isa<NoneType>(getMask().getType())
-                    ? getMask().getType()
-                    : tensorOf(shapeOf(getData()),
-                               IntegerType::get(getContext(), 1)));
+    r.push_back(
+        isa<NoneType>(getMask().getType())
+            ? getMask().getType()
+            : tensorOf(shapeOf(getData()), IntegerType::get(getContext(), 1)));
   return success();
 }
 
@@ -362,8 +364,10 @@ LogicalResult MatMulOp::inferResultTypes(Types &r) {
     return emitOpError() << "operands must have rank >= 1";
   Shape sa = *a, sb = *b;
   bool va = sa.size() == 1, vb = sb.size() == 1;
-  if (va) sa.insert(sa.begin(), 1);
-  if (vb) sb.push_back(1);
+  if (va)
+    sa.insert(sa.begin(), 1);
+  if (vb)
+    sb.push_back(1);
   int64_t k1 = sa.back(), k2 = sb[sb.size() - 2];
   if (k1 != kDyn && k2 != kDyn && k1 != k2)
     return emitOpError() << "contraction dimensions differ: " << k1 << " vs "
@@ -376,17 +380,23 @@ LogicalResult MatMulOp::inferResultTypes(Types &r) {
   bb.insert(bb.begin(), n - bb.size(), 1);
   for (size_t i = 0; i < n; ++i) {
     int64_t x = ba[i], y = bb[i];
-    if (x == 1) batch.push_back(y);
-    else if (y == 1 || x == y) batch.push_back(x);
-    else if (x == kDyn) batch.push_back(y);
-    else if (y == kDyn) batch.push_back(x);
+    if (x == 1)
+      batch.push_back(y);
+    else if (y == 1 || x == y)
+      batch.push_back(x);
+    else if (x == kDyn)
+      batch.push_back(y);
+    else if (y == kDyn)
+      batch.push_back(x);
     else
       return emitOpError() << "batch dimensions are not broadcastable: " << x
                            << " vs " << y;
   }
   Shape out = batch;
-  if (!va) out.push_back(sa[sa.size() - 2]);
-  if (!vb) out.push_back(sb.back());
+  if (!va)
+    out.push_back(sa[sa.size() - 2]);
+  if (!vb)
+    out.push_back(sb.back());
   r.push_back(RankedTensorType::get(out, e));
   return success();
 }
@@ -459,9 +469,9 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
       else if (!in)
         out[i] = kDyn;
       else
-        return emitOpError() << "shape[" << i << "] = 0 copies a dimension "
-                             << "the input of rank " << in->size()
-                             << " does not have";
+        return emitOpError()
+               << "shape[" << i << "] = 0 copies a dimension "
+               << "the input of rank " << in->size() << " does not have";
     } else if (*t == -1) {
       if (inferIdx >= 0)
         return emitOpError() << "shape has more than one -1";
@@ -493,8 +503,8 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
                                << " elements with -1 in the shape";
         out[inferIdx] = total / known;
       } else if (known != total) {
-        return emitOpError() << "cannot reshape " << total << " elements into "
-                             << known;
+        return emitOpError()
+               << "cannot reshape " << total << " elements into " << known;
       }
     }
   }
@@ -594,8 +604,8 @@ LogicalResult SqueezeOp::inferResultTypes(Types &r) {
       if (failed(n))
         return failure();
       if ((*s)[*n] != 1 && (*s)[*n] != kDyn)
-        return emitOpError() << "cannot squeeze axis " << a << " of size "
-                             << (*s)[*n];
+        return emitOpError()
+               << "cannot squeeze axis " << a << " of size " << (*s)[*n];
       drop[*n] = true;
     }
   }
@@ -664,8 +674,8 @@ LogicalResult ConcatOp::inferResultTypes(Types &r) {
       } else if (o == kDyn) {
         o = d;
       } else if (d != kDyn && d != o) {
-        return emitOpError() << "inputs differ in dimension " << i << ": "
-                             << o << " vs " << d;
+        return emitOpError() << "inputs differ in dimension " << i << ": " << o
+                             << " vs " << d;
       }
     }
   }
@@ -804,8 +814,10 @@ LogicalResult ShapeOp::inferResultTypes(Types &r) {
   }
   int64_t rank = s->size();
   int64_t start = getStart(), end = getEnd() ? (int64_t)*getEnd() : rank;
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
   r.push_back(RankedTensorType::get({std::max<int64_t>(0, end - start)}, i64));
@@ -954,7 +966,8 @@ LogicalResult AttentionOp::inferResultTypes(Types &r) {
   auto none = [&](unsigned i) { return isa<NoneType>(getResult(i).getType()); };
   if (!q || !k || !v) {
     for (unsigned i = 0; i < getNumResults(); ++i)
-      r.push_back(none(i) ? getResult(i).getType() : UnrankedTensorType::get(e));
+      r.push_back(none(i) ? getResult(i).getType()
+                          : UnrankedTensorType::get(e));
     return success();
   }
   if (q->size() != k->size() || q->size() != v->size() ||
@@ -962,12 +975,17 @@ LogicalResult AttentionOp::inferResultTypes(Types &r) {
     return emitOpError() << "Q, K and V must all be 3-D or all 4-D";
   int64_t b = (*q)[0], hq, hkv, sq, skv = (*k)[q->size() == 4 ? 2 : 1], dh, dv;
   if (q->size() == 4) {
-    hq = (*q)[1]; sq = (*q)[2]; dh = (*q)[3];
-    hkv = (*k)[1]; dv = (*v)[3];
+    hq = (*q)[1];
+    sq = (*q)[2];
+    dh = (*q)[3];
+    hkv = (*k)[1];
+    dv = (*v)[3];
   } else {
     if (!getQNumHeads() || !getKvNumHeads())
       return emitOpError() << "3-D inputs need q_num_heads and kv_num_heads";
-    hq = *getQNumHeads(); hkv = *getKvNumHeads(); sq = (*q)[1];
+    hq = *getQNumHeads();
+    hkv = *getKvNumHeads();
+    sq = (*q)[1];
     if (hq <= 0 || hkv <= 0)
       return emitOpError() << "q_num_heads and kv_num_heads must be positive";
     dh = divDims((*q)[2], hq);
@@ -982,8 +1000,9 @@ LogicalResult AttentionOp::inferResultTypes(Types &r) {
   int64_t total = skv;
   if (!isNone(getPastKey())) {
     auto p = shapeOf(getPastKey());
-    total = (p && p->size() == 4) ? (skv == kDyn || (*p)[2] == kDyn
-                                         ? kDyn : skv + (*p)[2]) : kDyn;
+    total = (p && p->size() == 4)
+                ? (skv == kDyn || (*p)[2] == kDyn ? kDyn : skv + (*p)[2])
+                : kDyn;
   }
   if (q->size() == 4)
     r.push_back(RankedTensorType::get({b, hq, sq, dv}, e));
@@ -1056,7 +1075,8 @@ LogicalResult ScanOp::inferResultTypes(Types &r) {
     int64_t axis = 0;
     if (auto axes = getScanInputAxes(); axes && !axes->empty())
       axis = (*axes)[0];
-    if (axis < 0) axis += s->size();
+    if (axis < 0)
+      axis += s->size();
     if (axis >= 0 && axis < (int64_t)s->size())
       seqLen = (*s)[axis];
   }
@@ -1073,7 +1093,8 @@ LogicalResult ScanOp::inferResultTypes(Types &r) {
     if (auto axes = getScanOutputAxes();
         axes && (int64_t)axes->size() > i - numStates)
       axis = (*axes)[i - numStates];
-    if (axis < 0) axis += s->size() + 1;
+    if (axis < 0)
+      axis += s->size() + 1;
     if (axis < 0 || axis > (int64_t)s->size())
       return emitOpError() << "scan output axis out of range";
     s->insert(s->begin() + axis, seqLen);
@@ -1114,8 +1135,8 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
     auto s = shapeOf(getInputs()[i]);
     if (s && s->size() != terms[i].size())
       return emitOpError() << "operand " << i << " has rank " << s->size()
-                           << " but the equation term '" << terms[i]
-                           << "' has " << terms[i].size() << " labels";
+                           << " but the equation term '" << terms[i] << "' has "
+                           << terms[i].size() << " labels";
     for (size_t k = 0; k < terms[i].size(); ++k) {
       char c = terms[i][k];
       if (!std::isalpha(c))
@@ -1126,8 +1147,8 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
       if (it == dims.end() || it->second == kDyn || it->second == 1)
         dims[c] = (it != dims.end() && d == 1) ? it->second : d;
       else if (d != kDyn && d != 1 && d != it->second)
-        return emitOpError() << "label '" << c << "' has sizes "
-                             << it->second << " and " << d;
+        return emitOpError() << "label '" << c << "' has sizes " << it->second
+                             << " and " << d;
     }
   }
   std::string out;
@@ -1141,7 +1162,8 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
   Shape shape;
   for (char c : out) {
     if (!dims.count(c))
-      return emitOpError() << "output label '" << c << "' is not an input label";
+      return emitOpError() << "output label '" << c
+                           << "' is not an input label";
     shape.push_back(dims[c]);
   }
   r.push_back(RankedTensorType::get(shape, e));

@@ -63,8 +63,8 @@ struct Lowerer {
     return tensor::EmptyOp::create(b, loc, shape, e, dyn);
   }
 
-  Value filled(ArrayRef<int64_t> shape, ArrayRef<std::pair<Value, int64_t>> from,
-               double v) {
+  Value filled(ArrayRef<int64_t> shape,
+               ArrayRef<std::pair<Value, int64_t>> from, double v) {
     Value e = empty(shape, f32, from);
     return linalg::FillOp::create(b, loc, ValueRange{cst(v)}, ValueRange{e})
         .getResult(0);
@@ -100,36 +100,44 @@ struct Lowerer {
   Value gateAct(OpBuilder &nb, gated::GateActivation a, Value z) {
     Value s = sigmoid(nb, z);
     switch (a) {
-    case gated::GateActivation::sigmoid: return s;
+    case gated::GateActivation::sigmoid:
+      return s;
     case gated::GateActivation::ns_sigmoid:
       return arith::AddFOp::create(
-          nb, loc, cst(nb, 0.5), arith::MulFOp::create(nb, loc, cst(nb, 0.5), s));
-    case gated::GateActivation::silu: return arith::MulFOp::create(nb, loc, z, s);
+          nb, loc, cst(nb, 0.5),
+          arith::MulFOp::create(nb, loc, cst(nb, 0.5), s));
+    case gated::GateActivation::silu:
+      return arith::MulFOp::create(nb, loc, z, s);
     }
     return s;
   }
   Value gluAct(OpBuilder &nb, gated::GluActivation a, Value z) {
     switch (a) {
-    case gated::GluActivation::sigmoid: return sigmoid(nb, z);
-    case gated::GluActivation::identity: return z;
+    case gated::GluActivation::sigmoid:
+      return sigmoid(nb, z);
+    case gated::GluActivation::identity:
+      return z;
     case gated::GluActivation::relu:
       return arith::MaximumFOp::create(nb, loc, z, cst(nb, 0.0));
     case gated::GluActivation::gelu: {
       Value e = math::ErfOp::create(
-          nb, loc, arith::MulFOp::create(nb, loc, z, cst(nb, 1.0 / std::sqrt(2.0))));
+          nb, loc,
+          arith::MulFOp::create(nb, loc, z, cst(nb, 1.0 / std::sqrt(2.0))));
       Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
-      return arith::MulFOp::create(nb, loc, h,
-                                   arith::AddFOp::create(nb, loc, cst(nb, 1.0), e));
+      return arith::MulFOp::create(
+          nb, loc, h, arith::AddFOp::create(nb, loc, cst(nb, 1.0), e));
     }
     case gated::GluActivation::gelu_tanh: {
-      Value z3 = arith::MulFOp::create(nb, loc, z, arith::MulFOp::create(nb, loc, z, z));
+      Value z3 = arith::MulFOp::create(nb, loc, z,
+                                       arith::MulFOp::create(nb, loc, z, z));
       Value in = arith::AddFOp::create(
           nb, loc, z, arith::MulFOp::create(nb, loc, cst(nb, 0.044715), z3));
       Value t = math::TanhOp::create(
-          nb, loc, arith::MulFOp::create(nb, loc, cst(nb, std::sqrt(2.0 / M_PI)), in));
+          nb, loc,
+          arith::MulFOp::create(nb, loc, cst(nb, std::sqrt(2.0 / M_PI)), in));
       Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
-      return arith::MulFOp::create(nb, loc, h,
-                                   arith::AddFOp::create(nb, loc, cst(nb, 1.0), t));
+      return arith::MulFOp::create(
+          nb, loc, h, arith::AddFOp::create(nb, loc, cst(nb, 1.0), t));
     }
     case gated::GluActivation::silu:
       return arith::MulFOp::create(nb, loc, z, sigmoid(nb, z));
@@ -157,8 +165,8 @@ struct Lowerer {
     maps.push_back(b.getMultiDimIdentityMap(rank));
     Value init = empty(outType.getShape(), outType.getElementType(), dimsFrom);
     auto g = linalg::GenericOp::create(
-        b, loc, TypeRange{outType}, ins, ValueRange{init}, maps,
-        parallel(rank), [&](OpBuilder &nb, Location, ValueRange args) {
+        b, loc, TypeRange{outType}, ins, ValueRange{init}, maps, parallel(rank),
+        [&](OpBuilder &nb, Location, ValueRange args) {
           Value r = body(nb, args.drop_back());
           linalg::YieldOp::create(nb, loc, r);
         });
@@ -180,16 +188,16 @@ LogicalResult lower(gated::GateOp op, OpBuilder &b) {
   if (!t)
     return op.emitOpError() << "needs ranked tensors to lower";
   Type e = t.getElementType();
-  Value r = l.elementwise(t, {op.getX(), op.getGate()}, selfDims(op.getX()),
-                          [&](OpBuilder &nb, ValueRange a) {
-                            Value x = l.ext(nb, a[0]);
-                            Value g = l.gateAct(nb, op.getActivation(),
-                                                l.ext(nb, a[1]));
-                            Value v = op.getMode() == gated::GateMode::multiply
-                                          ? (Value)arith::MulFOp::create(nb, l.loc, x, g)
-                                          : (Value)arith::AddFOp::create(nb, l.loc, x, g);
-                            return l.trunc(nb, v, e);
-                          });
+  Value r = l.elementwise(
+      t, {op.getX(), op.getGate()}, selfDims(op.getX()),
+      [&](OpBuilder &nb, ValueRange a) {
+        Value x = l.ext(nb, a[0]);
+        Value g = l.gateAct(nb, op.getActivation(), l.ext(nb, a[1]));
+        Value v = op.getMode() == gated::GateMode::multiply
+                      ? (Value)arith::MulFOp::create(nb, l.loc, x, g)
+                      : (Value)arith::AddFOp::create(nb, l.loc, x, g);
+        return l.trunc(nb, v, e);
+      });
   op.getResult().replaceAllUsesWith(r);
   return success();
 }
@@ -205,40 +213,55 @@ LogicalResult lower(gated::ResidualOp op, OpBuilder &b) {
     ins.push_back(op.getGate());
   using K = gated::ResidualKind;
   K kind = op.getKind();
-  Value r = l.elementwise(t, ins, selfDims(op.getX()),
-                          [&](OpBuilder &nb, ValueRange a) -> Value {
-    Location loc = l.loc;
-    Value x = l.ext(nb, a[0]), y = l.ext(nb, a[1]);
-    Value g = a.size() > 2 ? l.ext(nb, a[2]) : Value();
-    auto add = [&](Value p, Value q) { return arith::AddFOp::create(nb, loc, p, q); };
-    auto mul = [&](Value p, Value q) { return arith::MulFOp::create(nb, loc, p, q); };
-    auto oneMinus = [&](Value p) {
-      return arith::SubFOp::create(nb, loc, l.cst(nb, 1.0), p);
-    };
-    Value v;
-    switch (kind) {
-    case K::add: v = add(x, y); break;
-    case K::input: v = add(mul(l.sigmoid(nb, g), x), y); break;
-    case K::output: v = add(x, mul(l.sigmoid(nb, g), y)); break;
-    case K::highway: {
-      Value s = l.sigmoid(nb, g);
-      v = add(mul(s, x), mul(oneMinus(s), y));
-      break;
-    }
-    case K::sigtanh:
-      v = add(x, mul(l.sigmoid(nb, g), math::TanhOp::create(nb, loc, y)));
-      break;
-    case K::gru: {
-      Value z = l.sigmoid(nb, g);
-      v = add(mul(oneMinus(z), x), mul(z, math::TanhOp::create(nb, loc, y)));
-      break;
-    }
-    case K::tanh_scalar: v = add(x, mul(math::TanhOp::create(nb, loc, g), y)); break;
-    case K::rezero:
-    case K::layerscale: v = add(x, mul(g, y)); break;
-    }
-    return l.trunc(nb, v, e);
-  });
+  Value r = l.elementwise(
+      t, ins, selfDims(op.getX()), [&](OpBuilder &nb, ValueRange a) -> Value {
+        Location loc = l.loc;
+        Value x = l.ext(nb, a[0]), y = l.ext(nb, a[1]);
+        Value g = a.size() > 2 ? l.ext(nb, a[2]) : Value();
+        auto add = [&](Value p, Value q) {
+          return arith::AddFOp::create(nb, loc, p, q);
+        };
+        auto mul = [&](Value p, Value q) {
+          return arith::MulFOp::create(nb, loc, p, q);
+        };
+        auto oneMinus = [&](Value p) {
+          return arith::SubFOp::create(nb, loc, l.cst(nb, 1.0), p);
+        };
+        Value v;
+        switch (kind) {
+        case K::add:
+          v = add(x, y);
+          break;
+        case K::input:
+          v = add(mul(l.sigmoid(nb, g), x), y);
+          break;
+        case K::output:
+          v = add(x, mul(l.sigmoid(nb, g), y));
+          break;
+        case K::highway: {
+          Value s = l.sigmoid(nb, g);
+          v = add(mul(s, x), mul(oneMinus(s), y));
+          break;
+        }
+        case K::sigtanh:
+          v = add(x, mul(l.sigmoid(nb, g), math::TanhOp::create(nb, loc, y)));
+          break;
+        case K::gru: {
+          Value z = l.sigmoid(nb, g);
+          v = add(mul(oneMinus(z), x),
+                  mul(z, math::TanhOp::create(nb, loc, y)));
+          break;
+        }
+        case K::tanh_scalar:
+          v = add(x, mul(math::TanhOp::create(nb, loc, g), y));
+          break;
+        case K::rezero:
+        case K::layerscale:
+          v = add(x, mul(g, y));
+          break;
+        }
+        return l.trunc(nb, v, e);
+      });
   op.getResult().replaceAllUsesWith(r);
   return success();
 }
@@ -300,18 +323,21 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   Value n = lastDimF32(l, op.getX());
   Value eps = l.cst(op.getEpsilon().convertToDouble());
   bool offset = (bool)op.getUnitOffset();
-  Value r = l.elementwise(t, {op.getX(), ss, op.getWeight()}, selfDims(op.getX()),
-                          [&](OpBuilder &nb, ValueRange a) {
-    Location loc = l.loc;
-    Value mean = arith::DivFOp::create(nb, loc, a[1], n);
-    Value inv = math::RsqrtOp::create(nb, loc, arith::AddFOp::create(nb, loc, mean, eps));
-    Value w = l.ext(nb, a[2]);
-    if (offset)
-      w = arith::AddFOp::create(nb, loc, l.cst(nb, 1.0), w);
-    Value v = arith::MulFOp::create(
-        nb, loc, arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), inv), w);
-    return l.trunc(nb, v, e);
-  }, {false, true});
+  Value r = l.elementwise(
+      t, {op.getX(), ss, op.getWeight()}, selfDims(op.getX()),
+      [&](OpBuilder &nb, ValueRange a) {
+        Location loc = l.loc;
+        Value mean = arith::DivFOp::create(nb, loc, a[1], n);
+        Value inv = math::RsqrtOp::create(
+            nb, loc, arith::AddFOp::create(nb, loc, mean, eps));
+        Value w = l.ext(nb, a[2]);
+        if (offset)
+          w = arith::AddFOp::create(nb, loc, l.cst(nb, 1.0), w);
+        Value v = arith::MulFOp::create(
+            nb, loc, arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), inv), w);
+        return l.trunc(nb, v, e);
+      },
+      {false, true});
   op.getResult().replaceAllUsesWith(r);
   return success();
 }
@@ -323,31 +349,39 @@ LogicalResult lower(gated::LayerNormOp op, OpBuilder &b) {
     return op.emitOpError() << "needs a ranked tensor to lower";
   Type e = t.getElementType();
   Value n = lastDimF32(l, op.getX());
-  Value sum = reduceLast(l, op.getX(), {}, [](OpBuilder &, Value v, Value) { return v; });
+  Value sum = reduceLast(l, op.getX(), {},
+                         [](OpBuilder &, Value v, Value) { return v; });
   // mean[...] = sum / n, as a tensor for the centred reduction.
   auto mt = cast<RankedTensorType>(sum.getType());
-  Value mean = l.elementwise(mt, {sum}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
-    return (Value)arith::DivFOp::create(nb, l.loc, a[0], n);
-  });
-  Value var = reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {
-    Value d = arith::SubFOp::create(nb, l.loc, v, m);
-    return (Value)arith::MulFOp::create(nb, l.loc, d, d);
-  });
+  Value mean =
+      l.elementwise(mt, {sum}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
+        return (Value)arith::DivFOp::create(nb, l.loc, a[0], n);
+      });
+  Value var =
+      reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {
+        Value d = arith::SubFOp::create(nb, l.loc, v, m);
+        return (Value)arith::MulFOp::create(nb, l.loc, d, d);
+      });
   Value eps = l.cst(op.getEpsilon().convertToDouble());
   SmallVector<Value> ins{op.getX(), mean, var, op.getWeight()};
   if (op.getBias())
     ins.push_back(op.getBias());
-  Value r = l.elementwise(t, ins, selfDims(op.getX()), [&](OpBuilder &nb, ValueRange a) {
-    Location loc = l.loc;
-    Value d = arith::SubFOp::create(nb, loc, l.ext(nb, a[0]), a[1]);
-    Value inv = math::RsqrtOp::create(
-        nb, loc, arith::AddFOp::create(nb, loc, arith::DivFOp::create(nb, loc, a[2], n), eps));
-    Value v = arith::MulFOp::create(nb, loc, arith::MulFOp::create(nb, loc, d, inv),
-                                    l.ext(nb, a[3]));
-    if (a.size() > 4)
-      v = arith::AddFOp::create(nb, loc, v, l.ext(nb, a[4]));
-    return l.trunc(nb, v, e);
-  }, {false, true, true});
+  Value r = l.elementwise(
+      t, ins, selfDims(op.getX()),
+      [&](OpBuilder &nb, ValueRange a) {
+        Location loc = l.loc;
+        Value d = arith::SubFOp::create(nb, loc, l.ext(nb, a[0]), a[1]);
+        Value inv = math::RsqrtOp::create(
+            nb, loc,
+            arith::AddFOp::create(
+                nb, loc, arith::DivFOp::create(nb, loc, a[2], n), eps));
+        Value v = arith::MulFOp::create(
+            nb, loc, arith::MulFOp::create(nb, loc, d, inv), l.ext(nb, a[3]));
+        if (a.size() > 4)
+          v = arith::AddFOp::create(nb, loc, v, l.ext(nb, a[4]));
+        return l.trunc(nb, v, e);
+      },
+      {false, true, true});
   op.getResult().replaceAllUsesWith(r);
   return success();
 }
@@ -367,7 +401,8 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
   int64_t n = r + 1;
   SmallVector<AffineExpr> xe, oe;
   for (int64_t i = 0; i + 1 < r; ++i)
-    xe.push_back(getAffineDimExpr(i, ctx)), oe.push_back(getAffineDimExpr(i, ctx));
+    xe.push_back(getAffineDimExpr(i, ctx)),
+        oe.push_back(getAffineDimExpr(i, ctx));
   AffineExpr f = getAffineDimExpr(r - 1, ctx), d = getAffineDimExpr(r, ctx);
   xe.push_back(d);
   oe.push_back(f);
@@ -388,11 +423,13 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
         linalg::YieldOp::create(nb, loc, ValueRange{pa, pb});
       });
   Type e = t.getElementType();
-  Value res = l.elementwise(t, {mm.getResult(0), mm.getResult(1)},
-                            selfDims(mm.getResult(0)), [&](OpBuilder &nb, ValueRange a) {
-    Value v = arith::MulFOp::create(nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
-    return l.trunc(nb, v, e);
-  });
+  Value res = l.elementwise(
+      t, {mm.getResult(0), mm.getResult(1)}, selfDims(mm.getResult(0)),
+      [&](OpBuilder &nb, ValueRange a) {
+        Value v = arith::MulFOp::create(
+            nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
+        return l.trunc(nb, v, e);
+      });
   op.getResult().replaceAllUsesWith(res);
   return success();
 }
@@ -416,7 +453,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   AffineExpr kvHead = rep == 1 ? dim(1) : dim(1).floorDiv(rep);
 
   // Scores [B, Hq, T, S] in f32: s = scale · q·kᵀ.
-  SmallVector<int64_t> sShape{qt.getDimSize(0), hq, qt.getDimSize(2), kt.getDimSize(2)};
+  SmallVector<int64_t> sShape{qt.getDimSize(0), hq, qt.getDimSize(2),
+                              kt.getDimSize(2)};
   SmallVector<std::pair<Value, int64_t>> sDims{{q, 0}, {q, 1}, {q, 2}, {k, 2}};
   Value s0 = l.filled(sShape, sDims, 0.0);
   auto scores = linalg::GenericOp::create(
@@ -427,8 +465,10 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
       {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
        IteratorType::parallel, IteratorType::reduction},
       [&](OpBuilder &nb, Location loc, ValueRange a) {
-        Value p = arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), l.ext(nb, a[1]));
-        linalg::YieldOp::create(nb, loc, ValueRange{arith::AddFOp::create(nb, loc, a[2], p)});
+        Value p =
+            arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), l.ext(nb, a[1]));
+        linalg::YieldOp::create(
+            nb, loc, ValueRange{arith::AddFOp::create(nb, loc, a[2], p)});
       });
   // Scale and masks.
   double scale = op.getScale().convertToDouble();
@@ -439,52 +479,61 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   if (mask)
     ins.push_back(mask);
   Value ninf = l.cst(-INFINITY);
-  Value masked = l.elementwise(sType, ins, sDims, [&](OpBuilder &nb, ValueRange a) {
-    Location loc = l.loc;
-    Value s = arith::MulFOp::create(nb, loc, a[0], l.cst(nb, scale));
-    if (causal) {
-      Value t = linalg::IndexOp::create(nb, loc, 2), j = linalg::IndexOp::create(nb, loc, 3);
-      Value future = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ugt, j, t);
-      s = arith::SelectOp::create(nb, loc, future, ninf, s);
-    }
-    if (a.size() > 1) {
-      if (a[1].getType().isInteger(1))
-        s = arith::SelectOp::create(nb, loc, a[1], s, ninf);
-      else
-        s = arith::AddFOp::create(nb, loc, s, l.ext(nb, a[1]));
-    }
-    return s;
-  });
+  Value masked =
+      l.elementwise(sType, ins, sDims, [&](OpBuilder &nb, ValueRange a) {
+        Location loc = l.loc;
+        Value s = arith::MulFOp::create(nb, loc, a[0], l.cst(nb, scale));
+        if (causal) {
+          Value t = linalg::IndexOp::create(nb, loc, 2),
+                j = linalg::IndexOp::create(nb, loc, 3);
+          Value future =
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ugt, j, t);
+          s = arith::SelectOp::create(nb, loc, future, ninf, s);
+        }
+        if (a.size() > 1) {
+          if (a[1].getType().isInteger(1))
+            s = arith::SelectOp::create(nb, loc, a[1], s, ninf);
+          else
+            s = arith::AddFOp::create(nb, loc, s, l.ext(nb, a[1]));
+        }
+        return s;
+      });
   // Row max and sum of exp(s − max); a row of -inf has max -inf, sum 0.
   SmallVector<int64_t> rShape{sShape[0], sShape[1], sShape[2]};
   SmallVector<std::pair<Value, int64_t>> rDims{{q, 0}, {q, 1}, {q, 2}};
   AffineMap id4 = b.getMultiDimIdentityMap(4);
   AffineMap row = AffineMap::get(4, 0, {dim(0), dim(1), dim(2)}, ctx);
   SmallVector<IteratorType> red{IteratorType::parallel, IteratorType::parallel,
-                                IteratorType::parallel, IteratorType::reduction};
+                                IteratorType::parallel,
+                                IteratorType::reduction};
   Value m0 = l.filled(rShape, rDims, -INFINITY);
-  Value mx = linalg::GenericOp::create(
-                 b, l.loc, TypeRange{m0.getType()}, ValueRange{masked}, ValueRange{m0},
-                 {id4, row}, red,
-                 [&](OpBuilder &nb, Location loc, ValueRange a) {
-                   linalg::YieldOp::create(
-                       nb, loc, ValueRange{arith::MaximumFOp::create(nb, loc, a[0], a[1])});
-                 })
-                 .getResult(0);
+  Value mx =
+      linalg::GenericOp::create(
+          b, l.loc, TypeRange{m0.getType()}, ValueRange{masked}, ValueRange{m0},
+          {id4, row}, red,
+          [&](OpBuilder &nb, Location loc, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, loc,
+                ValueRange{arith::MaximumFOp::create(nb, loc, a[0], a[1])});
+          })
+          .getResult(0);
   auto shifted = [&](OpBuilder &nb, Value s, Value m) -> Value {
     Location loc = l.loc;
-    Value isInf = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, m, ninf);
+    Value isInf =
+        arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, m, ninf);
     Value base = arith::SelectOp::create(nb, loc, isInf, l.cst(nb, 0.0), m);
-    return math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, s, base));
+    return math::ExpOp::create(nb, loc,
+                               arith::SubFOp::create(nb, loc, s, base));
   };
   Value z0 = l.filled(rShape, rDims, 0.0);
   Value sum = linalg::GenericOp::create(
-                  b, l.loc, TypeRange{z0.getType()}, ValueRange{masked, mx}, ValueRange{z0},
-                  {id4, row, row}, red,
+                  b, l.loc, TypeRange{z0.getType()}, ValueRange{masked, mx},
+                  ValueRange{z0}, {id4, row, row}, red,
                   [&](OpBuilder &nb, Location loc, ValueRange a) {
                     linalg::YieldOp::create(
                         nb, loc,
-                        ValueRange{arith::AddFOp::create(nb, loc, a[2], shifted(nb, a[0], a[1]))});
+                        ValueRange{arith::AddFOp::create(
+                            nb, loc, a[2], shifted(nb, a[0], a[1]))});
                   })
                   .getResult(0);
   // y[b,h,t,e] = Σ_j p[b,h,t,j] · v[b,h/r,j,e], p = e/sum (0 for sum 0).
@@ -492,7 +541,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   SmallVector<std::pair<Value, int64_t>> yDims{{q, 0}, {q, 1}, {q, 2}, {v, 3}};
   Value y0 = l.filled(yShape, yDims, 0.0);
   auto pv = linalg::GenericOp::create(
-      b, l.loc, TypeRange{y0.getType()}, ValueRange{masked, mx, sum, v}, ValueRange{y0},
+      b, l.loc, TypeRange{y0.getType()}, ValueRange{masked, mx, sum, v},
+      ValueRange{y0},
       {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
@@ -502,12 +552,13 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
        IteratorType::parallel, IteratorType::reduction},
       [&](OpBuilder &nb, Location loc, ValueRange a) {
         Value e = shifted(nb, a[0], a[1]);
-        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, a[2],
-                                          l.cst(nb, 0.0));
+        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
+                                          a[2], l.cst(nb, 0.0));
         Value p = arith::SelectOp::create(
-            nb, loc, pos, arith::DivFOp::create(nb, loc, e, a[2]), l.cst(nb, 0.0));
-        Value acc = arith::AddFOp::create(nb, loc, a[4],
-                                          arith::MulFOp::create(nb, loc, p, l.ext(nb, a[3])));
+            nb, loc, pos, arith::DivFOp::create(nb, loc, e, a[2]),
+            l.cst(nb, 0.0));
+        Value acc = arith::AddFOp::create(
+            nb, loc, a[4], arith::MulFOp::create(nb, loc, p, l.ext(nb, a[3])));
         linalg::YieldOp::create(nb, loc, ValueRange{acc});
       });
   // Epilogue: the gate, then the element type.

@@ -104,12 +104,12 @@ struct CheckWeightsPass
       if (now.count(e.getName().getValue()))
         continue;
       failedAny = true;
-      emitError(module.getLoc()) << "weight '" << e.getName().getValue()
-                         << "' no longer contributes to any output"
-                         << (phase.empty() ? "" : " after phase '")
-                         << phase << (phase.empty() ? "" : "'")
-                         << "; it was used by "
-                         << cast<StringAttr>(e.getValue()).getValue();
+      emitError(module.getLoc())
+          << "weight '" << e.getName().getValue()
+          << "' no longer contributes to any output"
+          << (phase.empty() ? "" : " after phase '") << phase
+          << (phase.empty() ? "" : "'") << "; it was used by "
+          << cast<StringAttr>(e.getValue()).getValue();
     }
     if (failedAny)
       signalPassFailure();

@@ -123,19 +123,20 @@ Value transpose(PatternRewriter &rewriter, Location loc, Value v,
     identity &= p[i] == (int64_t)i;
   if (identity)
     return v;
-  return createOnnx(rewriter, loc, "Transpose", {v},
-                    {rewriter.getNamedAttr("perm",
-                                           rewriter.getDenseI64ArrayAttr(p))});
+  return createOnnx(
+      rewriter, loc, "Transpose", {v},
+      {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr(p))});
 }
 
 Value reshape(PatternRewriter &rewriter, Location loc, Value v,
               ArrayRef<int64_t> shape) {
-  auto t = RankedTensorType::get({(int64_t)shape.size()}, rewriter.getI64Type());
+  auto t =
+      RankedTensorType::get({(int64_t)shape.size()}, rewriter.getI64Type());
   Value s = onnx::ConstantOp::create(rewriter, loc,
                                      DenseIntElementsAttr::get(t, shape));
-  return createOnnx(rewriter, loc, "Reshape", {v, s},
-                    {rewriter.getNamedAttr("allowzero",
-                                           rewriter.getI64IntegerAttr(0))});
+  return createOnnx(
+      rewriter, loc, "Reshape", {v, s},
+      {rewriter.getNamedAttr("allowzero", rewriter.getI64IntegerAttr(0))});
 }
 
 Value gateLogits(Value v, gated::GateActivation &act) {
@@ -146,8 +147,8 @@ Value gateLogits(Value v, gated::GateActivation &act) {
     return s.getX();
   }
   if (auto a = def<onnx::AddOp>(v)) {
-    for (auto [h, m] : {std::pair(a.getA(), a.getB()),
-                        std::pair(a.getB(), a.getA())}) {
+    for (auto [h, m] :
+         {std::pair(a.getA(), a.getB()), std::pair(a.getB(), a.getA())}) {
       auto mul = def<onnx::MulOp>(m);
       if (!mul || scalarConstant(h) != 0.5)
         continue;
@@ -160,8 +161,8 @@ Value gateLogits(Value v, gated::GateActivation &act) {
     }
   }
   if (auto m = def<onnx::MulOp>(v)) {
-    for (auto [z, sg] : {std::pair(m.getA(), m.getB()),
-                         std::pair(m.getB(), m.getA())}) {
+    for (auto [z, sg] :
+         {std::pair(m.getA(), m.getB()), std::pair(m.getB(), m.getA())}) {
       auto s = def<onnx::SigmoidOp>(sg);
       if (s && s.getX() == z) {
         act = gated::GateActivation::silu;

@@ -99,8 +99,8 @@ std::optional<BandMask> bandMask(Value v) {
     return std::nullopt;
   }
   if (auto e = dyn_cast<onnx::EqualOp>(d)) {
-    for (auto [m, z] : {std::pair(e.getA(), e.getB()),
-                        std::pair(e.getB(), e.getA())}) {
+    for (auto [m, z] :
+         {std::pair(e.getA(), e.getB()), std::pair(e.getB(), e.getA())}) {
       auto zv = scalarConstant(z);
       if (zv)
         return map(m, [&](double x) { return x == *zv ? 1.0 : 0.0; });
@@ -116,8 +116,8 @@ std::optional<BandMask> bandMask(Value v) {
   // Broadcasts over leading dimensions keep the band.
   if (isa<onnx::UnsqueezeOp, onnx::ExpandOp>(d)) {
     auto in = shapeOf(d->getOperand(0)), out = shapeOf(v);
-    if (in.size() < 2 || out.size() < 2 ||
-        in[in.size() - 1] == 1 || in[in.size() - 2] == 1)
+    if (in.size() < 2 || out.size() < 2 || in[in.size() - 1] == 1 ||
+        in[in.size() - 2] == 1)
       return std::nullopt;
     if (auto u = dyn_cast<onnx::UnsqueezeOp>(d)) {
       auto axes = onnx::getConstantInts(u.getAxes());
@@ -140,9 +140,12 @@ enum class MaskUse { TrueMasks, TrueAttends, Additive };
 bool isCausalMask(Value m, MaskUse use) {
   auto masked = [&](double x) {
     switch (use) {
-    case MaskUse::TrueMasks: return x != 0;
-    case MaskUse::TrueAttends: return x == 0;
-    case MaskUse::Additive: return x <= -1e30;
+    case MaskUse::TrueMasks:
+      return x != 0;
+    case MaskUse::TrueAttends:
+      return x == 0;
+    case MaskUse::Additive:
+      return x <= -1e30;
     }
     return false;
   };
@@ -219,12 +222,13 @@ Value peelHeadRepeat(Value v) {
   if (xs.size() != 4 || rs.size() != 5 || vs.size() != 4)
     return v;
   // [B, H, n, S, D] -> [B, H·n, S, D]: batch, sequence and head_dim kept.
-  auto same = [](int64_t a, int64_t b) { return a == b || a == kDyn || b == kDyn; };
+  auto same = [](int64_t a, int64_t b) {
+    return a == b || a == kDyn || b == kDyn;
+  };
   if (!same(rs[0], vs[0]) || !same(rs[3], vs[2]) || !same(rs[4], vs[3]) ||
       !same(xs[1], rs[1]) || !same(xs[2], rs[3]) || !same(xs[3], rs[4]))
     return v;
-  if (rs[1] != kDyn && rs[2] != kDyn && vs[1] != kDyn &&
-      rs[1] * rs[2] != vs[1])
+  if (rs[1] != kDyn && rs[2] != kDyn && vs[1] != kDyn && rs[1] * rs[2] != vs[1])
     return v;
   return x;
 }
@@ -472,19 +476,18 @@ struct G1Gate : RewritePattern {
           gated::GateGranularityAttr::get(
               getContext(), headwise ? gated::GateGranularity::headwise
                                      : gated::GateGranularity::elementwise),
-          gated::GateModeAttr::get(getContext(),
-                                   isMul ? gated::GateMode::multiply
-                                         : gated::GateMode::add));
+          gated::GateModeAttr::get(getContext(), isMul
+                                                     ? gated::GateMode::multiply
+                                                     : gated::GateMode::add));
       if (failed(mlir::verify(gated, false))) {
         rewriter.eraseOp(gated);
         return failure();
       }
       Value out = transpose(rewriter, loc, gated.getResult(), {0, 2, 1, 3});
       if (flat)
-        out = createOnnx(rewriter, flat.getLoc(), "Reshape",
-                         {out, flat.getShape()},
-                         {rewriter.getNamedAttr("allowzero",
-                                                flat.getAllowzeroAttr())});
+        out = createOnnx(
+            rewriter, flat.getLoc(), "Reshape", {out, flat.getShape()},
+            {rewriter.getNamedAttr("allowzero", flat.getAllowzeroAttr())});
       if (out.getType() != op->getResult(0).getType())
         return failure();
       rewriter.replaceOp(op, out);

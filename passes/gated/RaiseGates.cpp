@@ -18,7 +18,8 @@ namespace {
 /// Gate logits g = x·W (+ b): true if g is such a projection.
 bool isGateProjection(Value g) {
   if (auto a = def<onnx::AddOp>(g))
-    g = isConstant(a.getA()) ? a.getB() : (isConstant(a.getB()) ? a.getA() : Value());
+    g = isConstant(a.getA()) ? a.getB()
+                             : (isConstant(a.getB()) ? a.getA() : Value());
   auto mm = g ? def<onnx::MatMulOp>(g) : onnx::MatMulOp();
   return mm && isConstant(mm.getB());
 }
@@ -32,9 +33,12 @@ int attentionOperand(Value v, int depth = 0) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (auto attn = dyn_cast<gated::AttentionOp>(user)) {
-      if (use.get() == attn.getQuery()) return 0;
-      if (use.get() == attn.getKey()) return 1;
-      if (use.get() == attn.getValue()) return 2;
+      if (use.get() == attn.getQuery())
+        return 0;
+      if (use.get() == attn.getKey())
+        return 1;
+      if (use.get() == attn.getValue())
+        return 2;
       continue;
     }
     if (isa<onnx::ReshapeOp, onnx::TransposeOp, onnx::UnsqueezeOp,
@@ -77,16 +81,20 @@ struct GatePattern : RewritePattern {
       Value p = op->getOperand(side), b = op->getOperand(1 - side);
       gated::GateActivation act;
       Value g = gateLogits(b, act);
-      if (!g || !isGateProjection(g) || p.getType() != op->getResult(0).getType())
+      if (!g || !isGateProjection(g) ||
+          p.getType() != op->getResult(0).getType())
         continue;
       std::optional<gated::GatePlacement> placement;
       if (isAttentionOutput(p)) {
         placement = gated::GatePlacement::G5;
       } else if (isGateProjection(p)) {
         int which = attentionOperand(op->getResult(0));
-        if (which == 0) placement = gated::GatePlacement::G4;
-        if (which == 1) placement = gated::GatePlacement::G3;
-        if (which == 2) placement = gated::GatePlacement::G2;
+        if (which == 0)
+          placement = gated::GatePlacement::G4;
+        if (which == 1)
+          placement = gated::GatePlacement::G3;
+        if (which == 2)
+          placement = gated::GatePlacement::G2;
       }
       if (!placement)
         continue;

@@ -2,9 +2,9 @@
 #include "passes/gated/Matchers.h"
 #include "passes/gated/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "dialects/onnx/ConstantValues.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include <cmath>
 
 namespace gatec::gated {
@@ -57,8 +57,8 @@ Proj projection(Value v) {
     if (!unitSteps)
       if (auto st = onnx::getConstantInts(sl.getSteps()))
         unitSteps = st->size() == 1 && (*st)[0] == 1;
-    if (!starts || !ends || !axes || starts->size() != 1 ||
-        ends->size() != 1 || axes->size() != 1 || !unitSteps ||
+    if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 ||
+        axes->size() != 1 || !unitSteps ||
         ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
       return p;
     Proj inner = projection(sl.getData());
@@ -83,8 +83,8 @@ Value erfTerm(Value v) {
   auto add = def<onnx::AddOp>(v);
   if (!add)
     return {};
-  for (auto [one, e] : {std::pair(add.getA(), add.getB()),
-                        std::pair(add.getB(), add.getA())}) {
+  for (auto [one, e] :
+       {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
     auto erf = def<onnx::ErfOp>(e);
     if (!near(scalarConstant(one), 1.0) || !erf)
       continue;
@@ -115,8 +115,8 @@ Value tanhTerm(Value v) {
   auto add = def<onnx::AddOp>(v);
   if (!add)
     return {};
-  for (auto [one, t] : {std::pair(add.getA(), add.getB()),
-                        std::pair(add.getB(), add.getA())}) {
+  for (auto [one, t] :
+       {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
     auto tanh = def<onnx::TanhOp>(t);
     if (!near(scalarConstant(one), 1.0) || !tanh)
       continue;
@@ -146,16 +146,16 @@ Value tanhTerm(Value v) {
         }
         if (!haveC)
           continue;
-        bool cubeOk = (rest.size() == 1 && isCube(rest[0], p)) ||
-                      (rest.size() == 3 &&
-                       llvm::all_of(rest, [&](Value x) { return x == p; })) ||
-                      (rest.size() == 2 &&
-                       ((rest[0] == p && isCube(rest[1], p)) ||
-                        (rest[1] == p && isCube(rest[0], p))));
+        bool cubeOk =
+            (rest.size() == 1 && isCube(rest[0], p)) ||
+            (rest.size() == 3 &&
+             llvm::all_of(rest, [&](Value x) { return x == p; })) ||
+            (rest.size() == 2 && ((rest[0] == p && isCube(rest[1], p)) ||
+                                  (rest[1] == p && isCube(rest[0], p))));
         // p·p·p may appear as Mul(p, Mul(p, p)) with a shared square.
         if (!cubeOk && rest.size() == 2) {
-          for (auto [a, b] : {std::pair(rest[0], rest[1]),
-                              std::pair(rest[1], rest[0])}) {
+          for (auto [a, b] :
+               {std::pair(rest[0], rest[1]), std::pair(rest[1], rest[0])}) {
             auto sq = def<onnx::MulOp>(b);
             cubeOk |= a == p && sq && sq.getA() == p && sq.getB() == p;
           }

@@ -22,8 +22,8 @@ bool matchRms(Value rms, int64_t rank, Value &x, double &eps) {
   auto add = sqrt ? def<onnx::AddOp>(sqrt.getX()) : onnx::AddOp();
   if (!add)
     return false;
-  for (auto [m, e] : {std::pair(add.getA(), add.getB()),
-                      std::pair(add.getB(), add.getA())}) {
+  for (auto [m, e] :
+       {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
     auto mean = def<onnx::ReduceMeanOp>(m);
     auto epsilon = scalarConstant(e);
     if (!mean || !epsilon || !mean.getKeepdims() ||
@@ -55,16 +55,15 @@ bool matchNormalized(Value v, Value &x, double &eps) {
   if (rank == 0)
     return false;
   if (auto div = def<onnx::DivOp>(v)) {
-    if (matchRms(div.getB(), rank, x, eps) &&
-        stripNoopCasts(div.getA()) == x)
+    if (matchRms(div.getB(), rank, x, eps) && stripNoopCasts(div.getA()) == x)
       return true;
     return false;
   }
   auto mul = def<onnx::MulOp>(v);
   if (!mul)
     return false;
-  for (auto [a, inv] : {std::pair(mul.getA(), mul.getB()),
-                        std::pair(mul.getB(), mul.getA())}) {
+  for (auto [a, inv] :
+       {std::pair(mul.getA(), mul.getB()), std::pair(mul.getB(), mul.getA())}) {
     Value rms;
     if (auto d = def<onnx::DivOp>(inv)) {
       auto one = scalarConstant(d.getA());
@@ -93,8 +92,8 @@ struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MulOp op,
                                 PatternRewriter &rewriter) const override {
-    for (auto [n, w] : {std::pair(op.getA(), op.getB()),
-                        std::pair(op.getB(), op.getA())}) {
+    for (auto [n, w] :
+         {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
       Value x;
       double eps;
       if (!isConstant(w) || !matchNormalized(n, x, eps) ||
@@ -149,10 +148,9 @@ struct LayerNormalizationOp : OpRewritePattern<onnx::LayerNormalizationOp> {
       bias = Value();
     else if (!isVectorOfLastDim(bias, op.getX()))
       return failure();
-    auto ln = gated::LayerNormOp::create(rewriter, op.getLoc(),
-                                         op.getY().getType(), op.getX(),
-                                         op.getScale(), bias,
-                                         op.getEpsilonAttr());
+    auto ln = gated::LayerNormOp::create(
+        rewriter, op.getLoc(), op.getY().getType(), op.getX(), op.getScale(),
+        bias, op.getEpsilonAttr());
     rewriter.replaceAllUsesWith(op.getY(), ln.getResult());
     rewriter.eraseOp(op);
     return success();
@@ -166,8 +164,8 @@ struct DecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
       : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(onnx::MulOp op,
                                 PatternRewriter &rewriter) const override {
-    for (auto [n, w] : {std::pair(op.getA(), op.getB()),
-                        std::pair(op.getB(), op.getA())}) {
+    for (auto [n, w] :
+         {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
       auto div = def<onnx::DivOp>(n);
       if (!div || !isConstant(w))
         continue;
@@ -203,10 +201,9 @@ struct DecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
       rewriter.setInsertionPoint(root);
       SmallVector<Operation *> matched;
       collectMatched(root->getResult(0), {x, w, bias}, matched);
-      auto ln = gated::LayerNormOp::create(rewriter,
-                                           fuseLocs(getContext(), matched),
-                                           op.getType(), x, w, bias,
-                                           rewriter.getF32FloatAttr(eps));
+      auto ln = gated::LayerNormOp::create(
+          rewriter, fuseLocs(getContext(), matched), op.getType(), x, w, bias,
+          rewriter.getF32FloatAttr(eps));
       rewriter.replaceOp(root, ln.getResult());
       return success();
     }

@@ -62,8 +62,8 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
       return failure();
     SmallVector<Operation *> matched;
     collectMatched(op.getResult(), {x, y, g}, matched);
-    auto r = gated::ResidualOp::create(rewriter, fuseLocs(getContext(), matched),
-                                       t, x, y, g, kind);
+    auto r = gated::ResidualOp::create(
+        rewriter, fuseLocs(getContext(), matched), t, x, y, g, kind);
     if (failed(mlir::verify(r, false))) {
       rewriter.eraseOp(r);
       return failure();

@@ -10,12 +10,12 @@ static const struct {
   const char *name;
   size_t size;
 } dtypes[] = {
-    {GATEC_DTYPE_F32, "f32", 4},  {GATEC_DTYPE_F16, "f16", 2},
+    {GATEC_DTYPE_F32, "f32", 4},   {GATEC_DTYPE_F16, "f16", 2},
     {GATEC_DTYPE_BF16, "bf16", 2}, {GATEC_DTYPE_F64, "f64", 8},
-    {GATEC_DTYPE_I8, "i8", 1},    {GATEC_DTYPE_I16, "i16", 2},
-    {GATEC_DTYPE_I32, "i32", 4},  {GATEC_DTYPE_I64, "i64", 8},
-    {GATEC_DTYPE_U8, "u8", 1},    {GATEC_DTYPE_U16, "u16", 2},
-    {GATEC_DTYPE_U32, "u32", 4},  {GATEC_DTYPE_U64, "u64", 8},
+    {GATEC_DTYPE_I8, "i8", 1},     {GATEC_DTYPE_I16, "i16", 2},
+    {GATEC_DTYPE_I32, "i32", 4},   {GATEC_DTYPE_I64, "i64", 8},
+    {GATEC_DTYPE_U8, "u8", 1},     {GATEC_DTYPE_U16, "u16", 2},
+    {GATEC_DTYPE_U32, "u32", 4},   {GATEC_DTYPE_U64, "u64", 8},
     {GATEC_DTYPE_BOOL, "bool", 1},
 };
 enum { num_dtypes = sizeof(dtypes) / sizeof(dtypes[0]) };
@@ -45,8 +45,10 @@ gatec_dtype gatec_dtype_from_name(const char *name) {
 
 const char *gatec_device_name(gatec_device device) {
   switch (device) {
-  case GATEC_DEVICE_CPU: return "cpu";
-  case GATEC_DEVICE_CUDA: return "cuda";
+  case GATEC_DEVICE_CPU:
+    return "cpu";
+  case GATEC_DEVICE_CUDA:
+    return "cuda";
   }
   return "unknown";
 }
@@ -62,8 +64,8 @@ gatec_status *gatec_device_check(gatec_device device) {
                            "device unavailable: gatec was built without CUDA "
                            "support");
   }
-  return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
-                         "unknown device %d", (int)device);
+  return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT, "unknown device %d",
+                         (int)device);
 }
 
 uint32_t gatec_runtime_abi_version(void) { return GATEC_MODEL_ABI_VERSION; }

@@ -44,8 +44,8 @@ gatec_status *gatec_rt_check_shape(const char *what, gatec_dtype dtype,
 
 /* A tensor taking ownership of `data` (freed with free()); dense strides.
  * On failure returns NULL and leaves `data` to the caller. */
-gatec_tensor *gatec_rt_tensor_adopt(void *data, gatec_dtype dtype,
-                                    int32_t rank, const int64_t *shape);
+gatec_tensor *gatec_rt_tensor_adopt(void *data, gatec_dtype dtype, int32_t rank,
+                                    const int64_t *shape);
 
 /* Allocates `bytes` (at least 1) aligned to `align` (a power of two >=
  * sizeof(void*)); NULL on failure. Freed with free(). */

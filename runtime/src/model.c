@@ -185,8 +185,7 @@ gatec_status *gatec_model_load(const char *path, gatec_device device,
   struct stat sb;
   if (stat(path, &sb) != 0)
     return gatec_rt_status(GATEC_STATUS_LOAD_ERROR,
-                           "cannot load model '%s': %s", path,
-                           strerror(errno));
+                           "cannot load model '%s': %s", path, strerror(errno));
   if (S_ISDIR(sb.st_mode))
     return gatec_rt_status(GATEC_STATUS_LOAD_ERROR,
                            "cannot load model '%s': it is a directory", path);
@@ -215,8 +214,8 @@ gatec_status *gatec_model_load(const char *path, gatec_device device,
     size_t pn = strlen(open_path);
     if (strncmp(e, open_path, pn) == 0 && strncmp(e + pn, ": ", 2) == 0)
       e += pn + 2;
-    st = gatec_rt_status(GATEC_STATUS_LOAD_ERROR,
-                         "cannot load model '%s': %s", path, e);
+    st = gatec_rt_status(GATEC_STATUS_LOAD_ERROR, "cannot load model '%s': %s",
+                         path, e);
     model_free(m);
     return st;
   }
@@ -268,8 +267,8 @@ gatec_status *gatec_model_load(const char *path, gatec_device device,
     model_free(m);
     return oom_loading(path);
   }
-  if ((st = copy_values(m, "input", abi->inputs, abi->num_inputs,
-                        &m->inputs)) ||
+  if ((st =
+           copy_values(m, "input", abi->inputs, abi->num_inputs, &m->inputs)) ||
       (st = copy_values(m, "output", abi->outputs, abi->num_outputs,
                         &m->outputs))) {
     model_free(m);
@@ -283,7 +282,9 @@ void gatec_model_destroy(gatec_model *m) { model_free(m); }
 
 /*===--- Signature ----------------------------------------------------------*/
 
-const char *gatec_model_path(const gatec_model *m) { return m ? m->path : NULL; }
+const char *gatec_model_path(const gatec_model *m) {
+  return m ? m->path : NULL;
+}
 const char *gatec_model_target(const gatec_model *m) {
   return m ? m->target : NULL;
 }
@@ -471,10 +472,10 @@ static gatec_status *check_input(const gatec_value_info *info,
   if (intra_dim >= 0)
     gatec_rt_str_appendf(&s, " (dims %d and %d are both '%s')", (int)intra_dim,
                          (int)bad_dim, info->dim_params[bad_dim]);
-  gatec_status *st = s.failed ? gatec_rt_status(GATEC_STATUS_OUT_OF_MEMORY,
-                                                "out of memory")
-                              : gatec_rt_status(GATEC_STATUS_SHAPE_MISMATCH,
-                                                "%s", gatec_rt_str_get(&s));
+  gatec_status *st =
+      s.failed ? gatec_rt_status(GATEC_STATUS_OUT_OF_MEMORY, "out of memory")
+               : gatec_rt_status(GATEC_STATUS_SHAPE_MISMATCH, "%s",
+                                 gatec_rt_str_get(&s));
   gatec_rt_str_free(&s);
   return st;
 }
@@ -538,9 +539,9 @@ static ptrdiff_t find_alloc(const run_alloc *a, const void *p) {
   return -1;
 }
 
-static gatec_status *check_output(const gatec_model *m, uint32_t j,
-                                  void *data, const int64_t *shape,
-                                  run_alloc *a, bindings *bs) {
+static gatec_status *check_output(const gatec_model *m, uint32_t j, void *data,
+                                  const int64_t *shape, run_alloc *a,
+                                  bindings *bs) {
   const gatec_value_info *info = &m->outputs[j];
   int32_t rank = info->rank;
   size_t before = bs->n;
@@ -557,8 +558,8 @@ static gatec_status *check_output(const gatec_model *m, uint32_t j,
     gatec_rt_str_append_shape(&s, rank, shape);
     gatec_rt_str_appendf(&s, ", but its signature says ");
     append_expected(&s, info, bs, before);
-    gatec_status *st = gatec_rt_status(GATEC_STATUS_MODEL_ERROR, "%s",
-                                       gatec_rt_str_get(&s));
+    gatec_status *st =
+        gatec_rt_status(GATEC_STATUS_MODEL_ERROR, "%s", gatec_rt_str_get(&s));
     gatec_rt_str_free(&s);
     return st;
   }
@@ -571,8 +572,8 @@ static gatec_status *check_output(const gatec_model *m, uint32_t j,
                                   "runtime's allocator"
                                 : "no buffer (NULL)");
   size_t bytes;
-  gatec_status *st = gatec_rt_check_shape(info->name, info->dtype, rank, shape,
-                                          NULL, &bytes);
+  gatec_status *st =
+      gatec_rt_check_shape(info->name, info->dtype, rank, shape, NULL, &bytes);
   if (st) {
     gatec_status_destroy(st);
     return gatec_rt_status(GATEC_STATUS_MODEL_ERROR,
@@ -649,10 +650,9 @@ static gatec_status *run_ordered(gatec_model *m,
     off += (size_t)m->outputs[j].rank;
   }
 
-  int rc = m->abi->run((const void *const *)in_data,
-                       (const int64_t *const *)in_shapes, out_data,
-                       (int64_t *const *)out_shapes, run_alloc_fn, &a, err,
-                       sizeof(err));
+  int rc = m->abi->run(
+      (const void *const *)in_data, (const int64_t *const *)in_shapes, out_data,
+      (int64_t *const *)out_shapes, run_alloc_fn, &a, err, sizeof(err));
   err[sizeof(err) - 1] = '\0';
   if (a.failed) {
     st = gatec_rt_status(GATEC_STATUS_OUT_OF_MEMORY,
@@ -740,16 +740,15 @@ static void append_input_list(gatec_rt_str *s, const gatec_model *m) {
 
 static const char *plural(uint32_t n) { return n == 1 ? "" : "s"; }
 
-gatec_status *gatec_model_run(gatec_model *m,
-                              const gatec_tensor *const *inputs,
+gatec_status *gatec_model_run(gatec_model *m, const gatec_tensor *const *inputs,
                               size_t num_inputs, gatec_tensor **outputs) {
   if (!m || (!outputs && gatec_model_num_outputs(m) > 0) ||
       (!inputs && num_inputs > 0))
     return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
                            "gatec_model_run: %s is NULL",
-                           !m ? "the model"
-                              : (!inputs && num_inputs) ? "inputs"
-                                                        : "outputs");
+                           !m                        ? "the model"
+                           : (!inputs && num_inputs) ? "inputs"
+                                                     : "outputs");
   for (uint32_t j = 0; j < m->num_outputs; ++j)
     outputs[j] = NULL;
   if (num_inputs != m->num_inputs) {
@@ -782,16 +781,15 @@ gatec_status *gatec_model_run(gatec_model *m,
 
 gatec_status *gatec_model_run_named(gatec_model *m, const char *const *names,
                                     const gatec_tensor *const *inputs,
-                                    size_t num_inputs,
-                                    gatec_tensor **outputs) {
+                                    size_t num_inputs, gatec_tensor **outputs) {
   if (!m || (!outputs && gatec_model_num_outputs(m) > 0) ||
       ((!inputs || !names) && num_inputs > 0))
-    return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
-                           "gatec_model_run_named: %s is NULL",
-                           !m ? "the model"
-                           : (!outputs && gatec_model_num_outputs(m) > 0)
-                               ? "outputs"
-                               : !names ? "names" : "inputs");
+    return gatec_rt_status(
+        GATEC_STATUS_INVALID_ARGUMENT, "gatec_model_run_named: %s is NULL",
+        !m                                             ? "the model"
+        : (!outputs && gatec_model_num_outputs(m) > 0) ? "outputs"
+        : !names                                       ? "names"
+                                                       : "inputs");
   for (uint32_t j = 0; j < m->num_outputs; ++j)
     outputs[j] = NULL;
   const gatec_tensor **ordered =

@@ -52,17 +52,28 @@ void gatec_status_destroy(gatec_status *s) {
 
 const char *gatec_status_code_name(gatec_status_code code) {
   switch (code) {
-  case GATEC_STATUS_OK: return "ok";
-  case GATEC_STATUS_INVALID_ARGUMENT: return "invalid argument";
-  case GATEC_STATUS_MISSING_INPUT: return "missing input";
-  case GATEC_STATUS_SHAPE_MISMATCH: return "shape mismatch";
-  case GATEC_STATUS_DTYPE_MISMATCH: return "dtype mismatch";
-  case GATEC_STATUS_LOAD_ERROR: return "load error";
-  case GATEC_STATUS_ABI_VERSION_MISMATCH: return "ABI version mismatch";
-  case GATEC_STATUS_WRONG_TARGET: return "wrong target";
-  case GATEC_STATUS_OUT_OF_MEMORY: return "out of memory";
-  case GATEC_STATUS_DEVICE_UNAVAILABLE: return "device unavailable";
-  case GATEC_STATUS_MODEL_ERROR: return "model error";
+  case GATEC_STATUS_OK:
+    return "ok";
+  case GATEC_STATUS_INVALID_ARGUMENT:
+    return "invalid argument";
+  case GATEC_STATUS_MISSING_INPUT:
+    return "missing input";
+  case GATEC_STATUS_SHAPE_MISMATCH:
+    return "shape mismatch";
+  case GATEC_STATUS_DTYPE_MISMATCH:
+    return "dtype mismatch";
+  case GATEC_STATUS_LOAD_ERROR:
+    return "load error";
+  case GATEC_STATUS_ABI_VERSION_MISMATCH:
+    return "ABI version mismatch";
+  case GATEC_STATUS_WRONG_TARGET:
+    return "wrong target";
+  case GATEC_STATUS_OUT_OF_MEMORY:
+    return "out of memory";
+  case GATEC_STATUS_DEVICE_UNAVAILABLE:
+    return "device unavailable";
+  case GATEC_STATUS_MODEL_ERROR:
+    return "model error";
   }
   return "unknown";
 }

@@ -60,10 +60,10 @@ gatec_status *gatec_rt_check_shape(const char *what, gatec_dtype dtype,
   else if (overflow || (uint64_t)n > (uint64_t)PTRDIFF_MAX / esize) {
     gatec_rt_str s = {0};
     gatec_rt_str_append_shape(&s, rank, shape);
-    gatec_status *st = gatec_rt_status(
-        GATEC_STATUS_INVALID_ARGUMENT,
-        "%s: shape %s of %s elements is too large to address", what,
-        gatec_rt_str_get(&s), gatec_dtype_name(dtype));
+    gatec_status *st =
+        gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
+                        "%s: shape %s of %s elements is too large to address",
+                        what, gatec_rt_str_get(&s), gatec_dtype_name(dtype));
     gatec_rt_str_free(&s);
     return st;
   }
@@ -97,8 +97,8 @@ static gatec_tensor *tensor_new(void *data, gatec_dtype dtype, int32_t rank,
   return t;
 }
 
-gatec_tensor *gatec_rt_tensor_adopt(void *data, gatec_dtype dtype,
-                                    int32_t rank, const int64_t *shape) {
+gatec_tensor *gatec_rt_tensor_adopt(void *data, gatec_dtype dtype, int32_t rank,
+                                    const int64_t *shape) {
   return tensor_new(data, dtype, rank, shape, NULL, GATEC_DEVICE_CPU, true);
 }
 
@@ -155,7 +155,8 @@ gatec_status *gatec_tensor_wrap(void *data, gatec_dtype dtype, int32_t rank,
                            "gatec_tensor_wrap: data is NULL for a tensor of "
                            "%lld elements",
                            (long long)n);
-  gatec_tensor *t = tensor_new(data, dtype, rank, shape, strides, device, false);
+  gatec_tensor *t =
+      tensor_new(data, dtype, rank, shape, strides, device, false);
   if (!t)
     return gatec_rt_status(GATEC_STATUS_OUT_OF_MEMORY,
                            "out of memory: cannot allocate a tensor");

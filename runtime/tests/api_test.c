@@ -17,8 +17,7 @@ static int checks, failures;
     ++checks;                                                                  \
     if (!(cond)) {                                                             \
       ++failures;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,        \
-              #cond);                                                          \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
     }                                                                          \
   } while (0)
 
@@ -30,11 +29,10 @@ static void expect_status(gatec_status *st, gatec_status_code code,
   const char *got_msg = gatec_status_message(st);
   if (got != code || strcmp(got_msg, msg) != 0) {
     ++failures;
-    fprintf(stderr,
-            "%s:%d: expected status %s \"%s\"\n%*sgot status %s \"%s\"\n",
-            __FILE__, line, gatec_status_code_name(code), msg,
-            (int)strlen(__FILE__) + 6, "", gatec_status_code_name(got),
-            got_msg);
+    fprintf(
+        stderr, "%s:%d: expected status %s \"%s\"\n%*sgot status %s \"%s\"\n",
+        __FILE__, line, gatec_status_code_name(code), msg,
+        (int)strlen(__FILE__) + 6, "", gatec_status_code_name(got), got_msg);
   }
   gatec_status_destroy(st);
 }
@@ -82,12 +80,12 @@ static void test_dtypes_and_status(void) {
     gatec_dtype d;
     const char *name;
     size_t size;
-  } all[] = {{GATEC_DTYPE_F32, "f32", 4},  {GATEC_DTYPE_F16, "f16", 2},
+  } all[] = {{GATEC_DTYPE_F32, "f32", 4},   {GATEC_DTYPE_F16, "f16", 2},
              {GATEC_DTYPE_BF16, "bf16", 2}, {GATEC_DTYPE_F64, "f64", 8},
-             {GATEC_DTYPE_I8, "i8", 1},    {GATEC_DTYPE_I16, "i16", 2},
-             {GATEC_DTYPE_I32, "i32", 4},  {GATEC_DTYPE_I64, "i64", 8},
-             {GATEC_DTYPE_U8, "u8", 1},    {GATEC_DTYPE_U16, "u16", 2},
-             {GATEC_DTYPE_U32, "u32", 4},  {GATEC_DTYPE_U64, "u64", 8},
+             {GATEC_DTYPE_I8, "i8", 1},     {GATEC_DTYPE_I16, "i16", 2},
+             {GATEC_DTYPE_I32, "i32", 4},   {GATEC_DTYPE_I64, "i64", 8},
+             {GATEC_DTYPE_U8, "u8", 1},     {GATEC_DTYPE_U16, "u16", 2},
+             {GATEC_DTYPE_U32, "u32", 4},   {GATEC_DTYPE_U64, "u64", 8},
              {GATEC_DTYPE_BOOL, "bool", 1}};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) {
     CHECK(gatec_dtype_size(all[i].d) == all[i].size);
@@ -100,11 +98,17 @@ static void test_dtypes_and_status(void) {
   CHECK(gatec_dtype_from_name("float32") == GATEC_DTYPE_INVALID);
   CHECK(gatec_dtype_from_name(NULL) == GATEC_DTYPE_INVALID);
 
-  static const char *names[] = {
-      "ok",           "invalid argument",     "missing input",
-      "shape mismatch", "dtype mismatch",     "load error",
-      "ABI version mismatch", "wrong target", "out of memory",
-      "device unavailable", "model error"};
+  static const char *names[] = {"ok",
+                                "invalid argument",
+                                "missing input",
+                                "shape mismatch",
+                                "dtype mismatch",
+                                "load error",
+                                "ABI version mismatch",
+                                "wrong target",
+                                "out of memory",
+                                "device unavailable",
+                                "model error"};
   for (int c = 0; c <= GATEC_STATUS_MODEL_ERROR; ++c)
     CHECK(strcmp(gatec_status_code_name((gatec_status_code)c), names[c]) == 0);
   CHECK(strcmp(gatec_status_code_name((gatec_status_code)42), "unknown") == 0);
@@ -128,8 +132,8 @@ static void test_dtypes_and_status(void) {
 static void test_tensors(void) {
   gatec_tensor *t = NULL;
   int64_t shape[3] = {2, 3, 4};
-  EXPECT_OK(gatec_tensor_create(GATEC_DTYPE_F32, 3, shape, GATEC_DEVICE_CPU,
-                                &t));
+  EXPECT_OK(
+      gatec_tensor_create(GATEC_DTYPE_F32, 3, shape, GATEC_DEVICE_CPU, &t));
   CHECK(t != NULL);
   CHECK(gatec_tensor_dtype(t) == GATEC_DTYPE_F32);
   CHECK(gatec_tensor_rank(t) == 3);
@@ -151,16 +155,16 @@ static void test_tensors(void) {
   gatec_tensor_destroy(t);
 
   /* A scalar. */
-  EXPECT_OK(gatec_tensor_create(GATEC_DTYPE_F64, 0, NULL, GATEC_DEVICE_CPU,
-                                &t));
+  EXPECT_OK(
+      gatec_tensor_create(GATEC_DTYPE_F64, 0, NULL, GATEC_DEVICE_CPU, &t));
   CHECK(gatec_tensor_rank(t) == 0 && gatec_tensor_shape(t) == NULL &&
         gatec_tensor_num_elements(t) == 1 && gatec_tensor_size_bytes(t) == 8);
   gatec_tensor_destroy(t);
 
   /* An empty tensor with a huge other dim is fine. */
   int64_t empty[2] = {0, (int64_t)1 << 62};
-  EXPECT_OK(gatec_tensor_create(GATEC_DTYPE_F32, 2, empty, GATEC_DEVICE_CPU,
-                                &t));
+  EXPECT_OK(
+      gatec_tensor_create(GATEC_DTYPE_F32, 2, empty, GATEC_DEVICE_CPU, &t));
   CHECK(gatec_tensor_num_elements(t) == 0 && gatec_tensor_size_bytes(t) == 0);
   CHECK(gatec_tensor_is_contiguous(t));
   gatec_tensor_destroy(t);
@@ -168,40 +172,39 @@ static void test_tensors(void) {
   /* Errors. */
   int64_t bad[2] = {2, -2};
   t = (gatec_tensor *)&t; /* must be reset to NULL */
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 2, bad, GATEC_DEVICE_CPU,
-                                    &t),
-                INVALID_ARGUMENT,
-                "gatec_tensor_create: negative dim -2 at index 1");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 2, bad, GATEC_DEVICE_CPU, &t),
+      INVALID_ARGUMENT, "gatec_tensor_create: negative dim -2 at index 1");
   CHECK(t == NULL);
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_INVALID, 1, bad,
-                                    GATEC_DEVICE_CPU, &t),
-                INVALID_ARGUMENT, "gatec_tensor_create: invalid dtype 0");
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, -1, bad, GATEC_DEVICE_CPU,
-                                    &t),
-                INVALID_ARGUMENT, "gatec_tensor_create: negative rank -1");
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 2, NULL, GATEC_DEVICE_CPU,
-                                    &t),
-                INVALID_ARGUMENT, "gatec_tensor_create: rank 2 but no shape");
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 1, bad, GATEC_DEVICE_CPU,
-                                    NULL),
-                INVALID_ARGUMENT, "gatec_tensor_create: out is NULL");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_INVALID, 1, bad, GATEC_DEVICE_CPU, &t),
+      INVALID_ARGUMENT, "gatec_tensor_create: invalid dtype 0");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, -1, bad, GATEC_DEVICE_CPU, &t),
+      INVALID_ARGUMENT, "gatec_tensor_create: negative rank -1");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 2, NULL, GATEC_DEVICE_CPU, &t),
+      INVALID_ARGUMENT, "gatec_tensor_create: rank 2 but no shape");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 1, bad, GATEC_DEVICE_CPU, NULL),
+      INVALID_ARGUMENT, "gatec_tensor_create: out is NULL");
   int64_t overflow[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 2, overflow,
-                                    GATEC_DEVICE_CPU, &t),
-                INVALID_ARGUMENT,
-                "gatec_tensor_create: shape [1099511627776, 1099511627776] of "
-                "f32 elements is too large to address");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 2, overflow, GATEC_DEVICE_CPU, &t),
+      INVALID_ARGUMENT,
+      "gatec_tensor_create: shape [1099511627776, 1099511627776] of "
+      "f32 elements is too large to address");
   int64_t huge[1] = {(int64_t)1 << 48};
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 1, huge, GATEC_DEVICE_CPU,
-                                    &t),
-                OUT_OF_MEMORY,
-                "out of memory: cannot allocate 1125899906842624 bytes for a "
-                "tensor");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 1, huge, GATEC_DEVICE_CPU, &t),
+      OUT_OF_MEMORY,
+      "out of memory: cannot allocate 1125899906842624 bytes for a "
+      "tensor");
   CHECK(t == NULL);
-  EXPECT_STATUS(gatec_tensor_create(GATEC_DTYPE_F32, 2, shape,
-                                    GATEC_DEVICE_CUDA, &t),
-                DEVICE_UNAVAILABLE,
-                "device unavailable: gatec was built without CUDA support");
+  EXPECT_STATUS(
+      gatec_tensor_create(GATEC_DTYPE_F32, 2, shape, GATEC_DEVICE_CUDA, &t),
+      DEVICE_UNAVAILABLE,
+      "device unavailable: gatec was built without CUDA support");
 
   /* Borrowed memory, strides. */
   float m[6] = {1, 2, 3, 4, 5, 6}; /* [[1 2 3] [4 5 6]] */
@@ -279,7 +282,8 @@ static void test_tensors(void) {
   /* NULL tensors in accessors. */
   CHECK(gatec_tensor_data(NULL) == NULL && gatec_tensor_rank(NULL) == 0 &&
         gatec_tensor_dtype(NULL) == GATEC_DTYPE_INVALID &&
-        gatec_tensor_shape(NULL) == NULL && gatec_tensor_num_elements(NULL) == 0 &&
+        gatec_tensor_shape(NULL) == NULL &&
+        gatec_tensor_num_elements(NULL) == 0 &&
         gatec_tensor_size_bytes(NULL) == 0 && !gatec_tensor_owns_data(NULL) &&
         !gatec_tensor_is_contiguous(NULL));
   gatec_tensor_destroy(NULL);
@@ -298,31 +302,31 @@ static void test_load_errors(void) {
                 "cannot load model '': empty path");
   EXPECT_STATUS(gatec_model_load(NULL, GATEC_DEVICE_CPU, &m), INVALID_ARGUMENT,
                 "gatec_model_load: path is NULL");
-  EXPECT_STATUS(gatec_model_load(model_path("no_symbol.so"), GATEC_DEVICE_CPU,
-                                 &m),
-                LOAD_ERROR,
-                fmt("cannot load model '%s': it does not export "
-                    "'gatec_model_get_abi' (not a gatec model library?)",
-                    model_path("no_symbol.so")));
-  EXPECT_STATUS(gatec_model_load(model_path("affine_abi2.so"),
-                                 GATEC_DEVICE_CPU, &m),
-                ABI_VERSION_MISMATCH,
-                fmt("cannot load model '%s': its model ABI version is 2, but "
-                    "this runtime supports version 1 only (compile the model "
-                    "with a gatec that matches this runtime)",
-                    model_path("affine_abi2.so")));
+  EXPECT_STATUS(
+      gatec_model_load(model_path("no_symbol.so"), GATEC_DEVICE_CPU, &m),
+      LOAD_ERROR,
+      fmt("cannot load model '%s': it does not export "
+          "'gatec_model_get_abi' (not a gatec model library?)",
+          model_path("no_symbol.so")));
+  EXPECT_STATUS(
+      gatec_model_load(model_path("affine_abi2.so"), GATEC_DEVICE_CPU, &m),
+      ABI_VERSION_MISMATCH,
+      fmt("cannot load model '%s': its model ABI version is 2, but "
+          "this runtime supports version 1 only (compile the model "
+          "with a gatec that matches this runtime)",
+          model_path("affine_abi2.so")));
   snprintf(buf, sizeof(buf),
            "cannot load model '%s': it was compiled for target 'cuda-sm_90', "
            "but gatec was built without CUDA support (this runtime runs '%s' "
            "models)",
            model_path("affine_cuda.so"), gatec_runtime_cpu_target());
-  EXPECT_STATUS(gatec_model_load(model_path("affine_cuda.so"),
-                                 GATEC_DEVICE_CPU, &m),
-                WRONG_TARGET, buf);
-  EXPECT_STATUS(gatec_model_load(model_path("affine.so"), GATEC_DEVICE_CUDA,
-                                 &m),
-                DEVICE_UNAVAILABLE,
-                "device unavailable: gatec was built without CUDA support");
+  EXPECT_STATUS(
+      gatec_model_load(model_path("affine_cuda.so"), GATEC_DEVICE_CPU, &m),
+      WRONG_TARGET, buf);
+  EXPECT_STATUS(
+      gatec_model_load(model_path("affine.so"), GATEC_DEVICE_CUDA, &m),
+      DEVICE_UNAVAILABLE,
+      "device unavailable: gatec was built without CUDA support");
   const char *other = strcmp(gatec_runtime_cpu_target(), "cpu-x86_64") == 0
                           ? "cpu-aarch64"
                           : "cpu-x86_64";
@@ -331,15 +335,15 @@ static void test_load_errors(void) {
            "machine runs '%s' models",
            model_path("affine_other_cpu.so"), other,
            gatec_runtime_cpu_target());
-  EXPECT_STATUS(gatec_model_load(model_path("affine_other_cpu.so"),
-                                 GATEC_DEVICE_CPU, &m),
-                WRONG_TARGET, buf);
-  EXPECT_STATUS(gatec_model_load(model_path("affine_bad_dtype.so"),
-                                 GATEC_DEVICE_CPU, &m),
-                LOAD_ERROR,
-                fmt("cannot load model '%s': malformed signature: input 'x' "
-                    "has invalid dtype 99",
-                    model_path("affine_bad_dtype.so")));
+  EXPECT_STATUS(
+      gatec_model_load(model_path("affine_other_cpu.so"), GATEC_DEVICE_CPU, &m),
+      WRONG_TARGET, buf);
+  EXPECT_STATUS(
+      gatec_model_load(model_path("affine_bad_dtype.so"), GATEC_DEVICE_CPU, &m),
+      LOAD_ERROR,
+      fmt("cannot load model '%s': malformed signature: input 'x' "
+          "has invalid dtype 99",
+          model_path("affine_bad_dtype.so")));
   CHECK(m == NULL);
 }
 
@@ -381,7 +385,8 @@ static void test_signature(void) {
   CHECK(strcmp(gatec_model_input(b, 0)->name, "x") == 0);
   gatec_model_destroy(b);
 
-  CHECK(gatec_model_num_inputs(NULL) == 0 && gatec_model_input(NULL, 0) == NULL);
+  CHECK(gatec_model_num_inputs(NULL) == 0 &&
+        gatec_model_input(NULL, 0) == NULL);
   gatec_model_destroy(NULL);
 }
 
@@ -416,7 +421,8 @@ static void test_run(void) {
   for (int i = 0; i < 5; ++i)
     b2[i] = (float)i + 0.25f;
   int64_t two[1] = {2}, neg[1] = {-1};
-  gatec_tensor *sa = wrap_f32(a2, 1, s5, two), *sb = wrap_f32(&b2[4], 1, s5, neg);
+  gatec_tensor *sa = wrap_f32(a2, 1, s5, two),
+               *sb = wrap_f32(&b2[4], 1, s5, neg);
   const gatec_tensor *sin[2] = {sa, sb};
   EXPECT_OK(gatec_model_run(m, sin, 2, out));
   if (out[0] && out[1]) {
@@ -451,7 +457,8 @@ static void test_run(void) {
   /* An empty input. */
   m = load("two_outputs.so");
   int64_t s0[1] = {0};
-  gatec_tensor *e1 = wrap_f32(NULL, 1, s0, NULL), *e2 = wrap_f32(NULL, 1, s0, NULL);
+  gatec_tensor *e1 = wrap_f32(NULL, 1, s0, NULL),
+               *e2 = wrap_f32(NULL, 1, s0, NULL);
   const gatec_tensor *ein[2] = {e1, e2};
   EXPECT_OK(gatec_model_run(m, ein, 2, out));
   CHECK(out[0] && gatec_tensor_num_elements(out[0]) == 0);
@@ -481,8 +488,9 @@ static void test_run(void) {
   int64_t s4[1] = {4};
   gatec_tensor *t4 = wrap_f32(b, 1, s4, NULL);
   const gatec_tensor *min[2] = {ta, t4};
-  EXPECT_STATUS(gatec_model_run(m, min, 2, out), SHAPE_MISMATCH,
-                "input 'b': expected shape [n] (n=5 from input 'a'), given [4]");
+  EXPECT_STATUS(
+      gatec_model_run(m, min, 2, out), SHAPE_MISMATCH,
+      "input 'b': expected shape [n] (n=5 from input 'a'), given [4]");
   int64_t s15[2] = {1, 5};
   gatec_tensor *t15 = wrap_f32(b, 2, s15, NULL);
   const gatec_tensor *rin2[2] = {t15, tb};

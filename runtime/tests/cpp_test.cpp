@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
   CHECK(model->numInputs() == 2 && model->numOutputs() == 2);
   std::vector<gatec::ValueInfo> ins = model->inputs();
   CHECK(ins.size() == 2 && ins[1].name == "b" &&
-        ins[1].dtype == GATEC_DTYPE_F32 && ins[1].dims == std::vector<int64_t>{-1} &&
+        ins[1].dtype == GATEC_DTYPE_F32 &&
+        ins[1].dims == std::vector<int64_t>{-1} &&
         ins[1].dimParams == std::vector<std::string>{"n"} &&
         ins[1].shapeStr == "[n]");
   CHECK(model->output(1).name == "prod" && model->outputIndex("prod") == 1 &&
@@ -96,8 +97,8 @@ int main(int argc, char **argv) {
   auto few = model->run({&*a});
   CHECK(!few && few.status().code() == GATEC_STATUS_MISSING_INPUT);
   auto strides = gatec::Tensor::wrap(wide, GATEC_DTYPE_F32, {4}, {2, 1});
-  CHECK(!strides &&
-        strides.status().message() == "gatec::Tensor::wrap: 1 dims but 2 strides");
+  CHECK(!strides && strides.status().message() ==
+                        "gatec::Tensor::wrap: 1 dims but 2 strides");
 
   // Moves transfer ownership.
   gatec::Tensor moved = std::move(*a);

@@ -104,8 +104,8 @@ static void *worker(void *arg) {
     free(b);
 
     /* affine */
-    gatec_tensor *tx = wrap(affine_x[r->id][run], 3, affine_shape[r->id][run],
-                            NULL);
+    gatec_tensor *tx =
+        wrap(affine_x[r->id][run], 3, affine_shape[r->id][run], NULL);
     gatec_tensor *y = NULL;
     st = gatec_model_run(affine, (const gatec_tensor *const[]){tx}, 1, &y);
     if (st) {

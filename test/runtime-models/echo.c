@@ -7,22 +7,23 @@
 
 static const int64_t dims[1] = {-1};
 
-#define V(name, dt) {name, dt, 1, dims, NULL}
+#define V(name, dt)                                                            \
+  { name, dt, 1, dims, NULL }
 static const gatec_abi_value_info inputs[13] = {
-    V("f32", GATEC_DTYPE_F32), V("f16", GATEC_DTYPE_F16),
+    V("f32", GATEC_DTYPE_F32),   V("f16", GATEC_DTYPE_F16),
     V("bf16", GATEC_DTYPE_BF16), V("f64", GATEC_DTYPE_F64),
-    V("i8", GATEC_DTYPE_I8),   V("i16", GATEC_DTYPE_I16),
-    V("i32", GATEC_DTYPE_I32), V("i64", GATEC_DTYPE_I64),
-    V("u8", GATEC_DTYPE_U8),   V("u16", GATEC_DTYPE_U16),
-    V("u32", GATEC_DTYPE_U32), V("u64", GATEC_DTYPE_U64),
+    V("i8", GATEC_DTYPE_I8),     V("i16", GATEC_DTYPE_I16),
+    V("i32", GATEC_DTYPE_I32),   V("i64", GATEC_DTYPE_I64),
+    V("u8", GATEC_DTYPE_U8),     V("u16", GATEC_DTYPE_U16),
+    V("u32", GATEC_DTYPE_U32),   V("u64", GATEC_DTYPE_U64),
     V("bool", GATEC_DTYPE_BOOL)};
 static const gatec_abi_value_info outputs[13] = {
-    V("f32_out", GATEC_DTYPE_F32), V("f16_out", GATEC_DTYPE_F16),
+    V("f32_out", GATEC_DTYPE_F32),   V("f16_out", GATEC_DTYPE_F16),
     V("bf16_out", GATEC_DTYPE_BF16), V("f64_out", GATEC_DTYPE_F64),
-    V("i8_out", GATEC_DTYPE_I8),   V("i16_out", GATEC_DTYPE_I16),
-    V("i32_out", GATEC_DTYPE_I32), V("i64_out", GATEC_DTYPE_I64),
-    V("u8_out", GATEC_DTYPE_U8),   V("u16_out", GATEC_DTYPE_U16),
-    V("u32_out", GATEC_DTYPE_U32), V("u64_out", GATEC_DTYPE_U64),
+    V("i8_out", GATEC_DTYPE_I8),     V("i16_out", GATEC_DTYPE_I16),
+    V("i32_out", GATEC_DTYPE_I32),   V("i64_out", GATEC_DTYPE_I64),
+    V("u8_out", GATEC_DTYPE_U8),     V("u16_out", GATEC_DTYPE_U16),
+    V("u32_out", GATEC_DTYPE_U32),   V("u64_out", GATEC_DTYPE_U64),
     V("bool_out", GATEC_DTYPE_BOOL)};
 #undef V
 
@@ -47,13 +48,8 @@ static int run(const void *const *in_data, const int64_t *const *in_shapes,
   return 0;
 }
 
-static const gatec_model_abi abi = {GATEC_MODEL_ABI_VERSION,
-                                    TEST_HOST_TARGET,
-                                    13,
-                                    13,
-                                    inputs,
-                                    outputs,
-                                    run};
+static const gatec_model_abi abi = {
+    GATEC_MODEL_ABI_VERSION, TEST_HOST_TARGET, 13, 13, inputs, outputs, run};
 
 GATEC_MODEL_EXPORT const gatec_model_abi *gatec_model_get_abi(void) {
   return &abi;

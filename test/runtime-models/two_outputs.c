@@ -39,13 +39,8 @@ static int run(const void *const *in_data, const int64_t *const *in_shapes,
   return 0;
 }
 
-static const gatec_model_abi abi = {GATEC_MODEL_ABI_VERSION,
-                                    TEST_HOST_TARGET,
-                                    2,
-                                    2,
-                                    inputs,
-                                    outputs,
-                                    run};
+static const gatec_model_abi abi = {
+    GATEC_MODEL_ABI_VERSION, TEST_HOST_TARGET, 2, 2, inputs, outputs, run};
 
 GATEC_MODEL_EXPORT const gatec_model_abi *gatec_model_get_abi(void) {
   return &abi;

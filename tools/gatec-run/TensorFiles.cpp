@@ -3,6 +3,7 @@
 
 #include "onnx/onnx_pb.h" // onnx-ml.pb.h with ONNX_API defined
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -10,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -53,7 +53,8 @@ static Status writeFile(const std::string &path, const std::string &data) {
   return Status();
 }
 
-//===--- Elements ----------------------------------------------------------===//
+//===--- Elements
+//----------------------------------------------------------===//
 
 float halfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -80,7 +81,8 @@ uint16_t floatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u);
   if (a < 0x38800000u) { // below 2^-14: a subnormal half (or zero)
     float v = std::fabs(f) * 16777216.0f; // exact: * 2^24
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(v)));
+    return static_cast<uint16_t>(sign |
+                                 static_cast<uint16_t>(std::nearbyint(v)));
   }
   uint32_t r = (a + 0xfffu + ((a >> 13) & 1u)) >> 13; // round to nearest even
   return static_cast<uint16_t>(sign | (r - (112u << 10)));
@@ -109,20 +111,34 @@ template <typename T> static T load(const void *data, int64_t i) {
 
 double elementAsDouble(const void *data, gatec_dtype dtype, int64_t i) {
   switch (dtype) {
-  case GATEC_DTYPE_F32: return load<float>(data, i);
-  case GATEC_DTYPE_F16: return halfToFloat(load<uint16_t>(data, i));
-  case GATEC_DTYPE_BF16: return bf16ToFloat(load<uint16_t>(data, i));
-  case GATEC_DTYPE_F64: return load<double>(data, i);
-  case GATEC_DTYPE_I8: return load<int8_t>(data, i);
-  case GATEC_DTYPE_I16: return load<int16_t>(data, i);
-  case GATEC_DTYPE_I32: return load<int32_t>(data, i);
-  case GATEC_DTYPE_I64: return static_cast<double>(load<int64_t>(data, i));
-  case GATEC_DTYPE_U8: return load<uint8_t>(data, i);
-  case GATEC_DTYPE_U16: return load<uint16_t>(data, i);
-  case GATEC_DTYPE_U32: return load<uint32_t>(data, i);
-  case GATEC_DTYPE_U64: return static_cast<double>(load<uint64_t>(data, i));
-  case GATEC_DTYPE_BOOL: return load<uint8_t>(data, i) ? 1.0 : 0.0;
-  case GATEC_DTYPE_INVALID: break;
+  case GATEC_DTYPE_F32:
+    return load<float>(data, i);
+  case GATEC_DTYPE_F16:
+    return halfToFloat(load<uint16_t>(data, i));
+  case GATEC_DTYPE_BF16:
+    return bf16ToFloat(load<uint16_t>(data, i));
+  case GATEC_DTYPE_F64:
+    return load<double>(data, i);
+  case GATEC_DTYPE_I8:
+    return load<int8_t>(data, i);
+  case GATEC_DTYPE_I16:
+    return load<int16_t>(data, i);
+  case GATEC_DTYPE_I32:
+    return load<int32_t>(data, i);
+  case GATEC_DTYPE_I64:
+    return static_cast<double>(load<int64_t>(data, i));
+  case GATEC_DTYPE_U8:
+    return load<uint8_t>(data, i);
+  case GATEC_DTYPE_U16:
+    return load<uint16_t>(data, i);
+  case GATEC_DTYPE_U32:
+    return load<uint32_t>(data, i);
+  case GATEC_DTYPE_U64:
+    return static_cast<double>(load<uint64_t>(data, i));
+  case GATEC_DTYPE_BOOL:
+    return load<uint8_t>(data, i) ? 1.0 : 0.0;
+  case GATEC_DTYPE_INVALID:
+    break;
   }
   return 0.0;
 }
@@ -155,20 +171,34 @@ static std::string shortest16(uint16_t bits, bool bf16) {
 
 std::string formatElement(const void *data, gatec_dtype dtype, int64_t i) {
   switch (dtype) {
-  case GATEC_DTYPE_F32: return shortest(load<float>(data, i));
-  case GATEC_DTYPE_F16: return shortest16(load<uint16_t>(data, i), false);
-  case GATEC_DTYPE_BF16: return shortest16(load<uint16_t>(data, i), true);
-  case GATEC_DTYPE_F64: return shortest(load<double>(data, i));
-  case GATEC_DTYPE_I8: return std::to_string(load<int8_t>(data, i));
-  case GATEC_DTYPE_I16: return std::to_string(load<int16_t>(data, i));
-  case GATEC_DTYPE_I32: return std::to_string(load<int32_t>(data, i));
-  case GATEC_DTYPE_I64: return std::to_string(load<int64_t>(data, i));
-  case GATEC_DTYPE_U8: return std::to_string(load<uint8_t>(data, i));
-  case GATEC_DTYPE_U16: return std::to_string(load<uint16_t>(data, i));
-  case GATEC_DTYPE_U32: return std::to_string(load<uint32_t>(data, i));
-  case GATEC_DTYPE_U64: return std::to_string(load<uint64_t>(data, i));
-  case GATEC_DTYPE_BOOL: return load<uint8_t>(data, i) ? "true" : "false";
-  case GATEC_DTYPE_INVALID: break;
+  case GATEC_DTYPE_F32:
+    return shortest(load<float>(data, i));
+  case GATEC_DTYPE_F16:
+    return shortest16(load<uint16_t>(data, i), false);
+  case GATEC_DTYPE_BF16:
+    return shortest16(load<uint16_t>(data, i), true);
+  case GATEC_DTYPE_F64:
+    return shortest(load<double>(data, i));
+  case GATEC_DTYPE_I8:
+    return std::to_string(load<int8_t>(data, i));
+  case GATEC_DTYPE_I16:
+    return std::to_string(load<int16_t>(data, i));
+  case GATEC_DTYPE_I32:
+    return std::to_string(load<int32_t>(data, i));
+  case GATEC_DTYPE_I64:
+    return std::to_string(load<int64_t>(data, i));
+  case GATEC_DTYPE_U8:
+    return std::to_string(load<uint8_t>(data, i));
+  case GATEC_DTYPE_U16:
+    return std::to_string(load<uint16_t>(data, i));
+  case GATEC_DTYPE_U32:
+    return std::to_string(load<uint32_t>(data, i));
+  case GATEC_DTYPE_U64:
+    return std::to_string(load<uint64_t>(data, i));
+  case GATEC_DTYPE_BOOL:
+    return load<uint8_t>(data, i) ? "true" : "false";
+  case GATEC_DTYPE_INVALID:
+    break;
   }
   return "?";
 }
@@ -189,7 +219,8 @@ std::string formatIndex(const std::vector<int64_t> &shape, int64_t i) {
   return formatShape(idx);
 }
 
-//===--- Inline tensors ----------------------------------------------------===//
+//===--- Inline tensors
+//----------------------------------------------------===//
 
 static bool parseInt64(const std::string &s, int64_t &v) {
   if (s.empty())
@@ -353,9 +384,9 @@ Expected<Tensor> parseInlineTensor(const std::string &type,
   for (size_t k = 0; k < toks.size(); ++k) {
     std::string why;
     if (!parseValue(toks[k], dtype, data + k * es, why))
-      return error("inline tensor " + type + ": value " +
-                   std::to_string(k) + " '" + toks[k] + "' is " + why +
-                   " for " + gatec_dtype_name(dtype));
+      return error("inline tensor " + type + ": value " + std::to_string(k) +
+                   " '" + toks[k] + "' is " + why + " for " +
+                   gatec_dtype_name(dtype));
   }
   if (splat)
     for (int64_t k = 1; k < n; ++k)
@@ -379,7 +410,8 @@ static bool denseBytes(const std::vector<int64_t> &shape, gatec_dtype dtype,
   return true;
 }
 
-//===--- .npy ---------------------------------------------------------------===//
+//===--- .npy
+//---------------------------------------------------------------===//
 
 static const char npyMagic[] = "\x93NUMPY";
 
@@ -427,8 +459,8 @@ struct NpyHeaderParser {
   bool word(std::string &out) {
     ws();
     size_t b = p;
-    while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) ||
-                            s[p] == '_'))
+    while (p < s.size() &&
+           (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_'))
       ++p;
     out = s.substr(b, p - b);
     return p > b;
@@ -560,13 +592,13 @@ static Status writeNpy(const std::string &path, const Tensor &t) {
     if (e.dtype == t.dtype())
       descr = e.descr;
   if (!descr)
-    return error("cannot write '" + path + "': " +
-                 gatec_dtype_name(t.dtype()) +
+    return error("cannot write '" + path + "': " + gatec_dtype_name(t.dtype()) +
                  " has no .npy dtype (write a .pb file instead)");
   std::vector<int64_t> shape = t.shape();
   std::string sh = "(";
   for (size_t d = 0; d < shape.size(); ++d)
-    sh += std::to_string(shape[d]) + (shape.size() == 1 || d + 1 < shape.size() ? "," : "");
+    sh += std::to_string(shape[d]) +
+          (shape.size() == 1 || d + 1 < shape.size() ? "," : "");
   sh += ")";
   std::string order = (descr[1] == '1') ? "|" : "<";
   std::string dict = "{'descr': '" + order + descr +
@@ -584,7 +616,8 @@ static Status writeNpy(const std::string &path, const Tensor &t) {
   return writeFile(path, out);
 }
 
-//===--- ONNX TensorProto (.pb) ---------------------------------------------===//
+//===--- ONNX TensorProto (.pb)
+//---------------------------------------------===//
 
 static const struct {
   int onnx;
@@ -606,8 +639,8 @@ static const struct {
 };
 
 template <typename Field, typename Store>
-static Status copyTyped(const std::string &path, const Field &field,
-                        int64_t n, const char *fieldName, Store store) {
+static Status copyTyped(const std::string &path, const Field &field, int64_t n,
+                        const char *fieldName, Store store) {
   if (static_cast<int64_t>(field.size()) != n)
     return error("'" + path + "': " + std::to_string(field.size()) +
                  " values in " + fieldName + ", but the dims hold " +
@@ -623,7 +656,8 @@ static Expected<Tensor> readPb(const std::string &path,
   if (!tp.ParseFromString(bytes))
     return error("'" + path + "': not an ONNX TensorProto (.pb) file");
   if (tp.data_location() == onnx::TensorProto::EXTERNAL)
-    return error("'" + path + "': tensors with external data are not "
+    return error("'" + path +
+                 "': tensors with external data are not "
                  "supported");
   if (tp.has_segment())
     return error("'" + path + "': segmented tensors are not supported");
@@ -632,10 +666,10 @@ static Expected<Tensor> readPb(const std::string &path,
     if (e.onnx == tp.data_type())
       dtype = e.dtype;
   if (dtype == GATEC_DTYPE_INVALID)
-    return error("'" + path + "': unsupported TensorProto data_type " +
-                 std::to_string(tp.data_type()) +
-                 (tp.data_type() == onnx::TensorProto::STRING ? " (string)"
-                                                              : ""));
+    return error(
+        "'" + path + "': unsupported TensorProto data_type " +
+        std::to_string(tp.data_type()) +
+        (tp.data_type() == onnx::TensorProto::STRING ? " (string)" : ""));
   std::vector<int64_t> shape(tp.dims().begin(), tp.dims().end());
   for (int64_t d : shape)
     if (d < 0)
@@ -655,12 +689,25 @@ static Expected<Tensor> readPb(const std::string &path,
     const char *field = "int32_data";
     int count = tp.int32_data_size();
     switch (dtype) {
-    case GATEC_DTYPE_F32: field = "float_data"; count = tp.float_data_size(); break;
-    case GATEC_DTYPE_F64: field = "double_data"; count = tp.double_data_size(); break;
-    case GATEC_DTYPE_I64: field = "int64_data"; count = tp.int64_data_size(); break;
+    case GATEC_DTYPE_F32:
+      field = "float_data";
+      count = tp.float_data_size();
+      break;
+    case GATEC_DTYPE_F64:
+      field = "double_data";
+      count = tp.double_data_size();
+      break;
+    case GATEC_DTYPE_I64:
+      field = "int64_data";
+      count = tp.int64_data_size();
+      break;
     case GATEC_DTYPE_U32:
-    case GATEC_DTYPE_U64: field = "uint64_data"; count = tp.uint64_data_size(); break;
-    default: break;
+    case GATEC_DTYPE_U64:
+      field = "uint64_data";
+      count = tp.uint64_data_size();
+      break;
+    default:
+      break;
     }
     if (static_cast<uint64_t>(count) * es != need)
       return error("'" + path + "': " + std::to_string(count) + " values in " +
@@ -692,10 +739,9 @@ static Expected<Tensor> readPb(const std::string &path,
                    [&](int64_t k, int64_t v) { put(k, v); });
     break;
   case GATEC_DTYPE_U32:
-    st = copyTyped(path, tp.uint64_data(), n, "uint64_data",
-                   [&](int64_t k, uint64_t v) {
-                     put(k, static_cast<uint32_t>(v));
-                   });
+    st = copyTyped(
+        path, tp.uint64_data(), n, "uint64_data",
+        [&](int64_t k, uint64_t v) { put(k, static_cast<uint32_t>(v)); });
     break;
   case GATEC_DTYPE_U64:
     st = copyTyped(path, tp.uint64_data(), n, "uint64_data",
@@ -705,12 +751,22 @@ static Expected<Tensor> readPb(const std::string &path,
     st = copyTyped(path, tp.int32_data(), n, "int32_data",
                    [&](int64_t k, int32_t v) {
                      switch (dtype) {
-                     case GATEC_DTYPE_I8: put(k, static_cast<int8_t>(v)); break;
-                     case GATEC_DTYPE_I16: put(k, static_cast<int16_t>(v)); break;
-                     case GATEC_DTYPE_I32: put(k, v); break;
+                     case GATEC_DTYPE_I8:
+                       put(k, static_cast<int8_t>(v));
+                       break;
+                     case GATEC_DTYPE_I16:
+                       put(k, static_cast<int16_t>(v));
+                       break;
+                     case GATEC_DTYPE_I32:
+                       put(k, v);
+                       break;
                      case GATEC_DTYPE_U8:
-                     case GATEC_DTYPE_BOOL: put(k, static_cast<uint8_t>(v)); break;
-                     default: put(k, static_cast<uint16_t>(v)); break;
+                     case GATEC_DTYPE_BOOL:
+                       put(k, static_cast<uint8_t>(v));
+                       break;
+                     default:
+                       put(k, static_cast<uint16_t>(v));
+                       break;
                      }
                    });
     break;
@@ -729,15 +785,16 @@ static Status writePb(const std::string &path, const Tensor &t,
       tp.set_data_type(e.onnx);
   for (int64_t d : t.shape())
     tp.add_dims(d);
-  tp.set_raw_data(std::string(static_cast<const char *>(t.data()),
-                              t.sizeBytes()));
+  tp.set_raw_data(
+      std::string(static_cast<const char *>(t.data()), t.sizeBytes()));
   std::string out;
   if (!tp.SerializeToString(&out))
     return error("cannot serialize '" + path + "'");
   return writeFile(path, out);
 }
 
-//===--- Dispatch -----------------------------------------------------------===//
+//===--- Dispatch
+//-----------------------------------------------------------===//
 
 Expected<Tensor> readTensorFile(const std::string &path) {
   std::string bytes;

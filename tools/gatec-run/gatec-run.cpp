@@ -1,4 +1,5 @@
-//===- gatec-run.cpp - Run a model library compiled by gatec ---------------===//
+//===- gatec-run.cpp - Run a model library compiled by gatec
+//---------------===//
 //
 // gatec-run MODEL.so [options]: loads the model with the gatec runtime,
 // reads its inputs (.npy, ONNX TensorProto .pb, or inline), runs it, prints
@@ -21,11 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 extern char **environ;
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -351,8 +352,8 @@ bool compare(const std::string &name, const Tensor &got, const Tensor &want,
   std::snprintf(tol, sizeof(tol), "atol=%g + rtol=%g*|expected|", atol, rtol);
   if (bad == 0) {
     std::printf("output '%s': %lld element%s within %s, max |error| %g\n",
-                name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s",
-                tol, maxErr);
+                name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s", tol,
+                maxErr);
     return true;
   }
   double a = elementAsDouble(got.data(), got.dtype(), worst);
@@ -474,8 +475,8 @@ int main(int argc, char **argv) {
   if (o.model.empty())
     usageError("no model library given");
 
-  gatec_device device = o.device == "cuda" ? GATEC_DEVICE_CUDA
-                                           : GATEC_DEVICE_CPU;
+  gatec_device device =
+      o.device == "cuda" ? GATEC_DEVICE_CUDA : GATEC_DEVICE_CPU;
   Expected<Model> loaded = Model::load(o.model, device);
   if (!loaded)
     fail(loaded.status().message());
@@ -490,9 +491,10 @@ int main(int argc, char **argv) {
   // Inputs.
   std::vector<Given> inputs;
   for (const std::string &spec : o.inputs)
-    inputs.push_back(parseTensorSpec("--input", spec, [&](const std::string &n) {
-      return model.inputIndex(n) >= 0;
-    }));
+    inputs.push_back(
+        parseTensorSpec("--input", spec, [&](const std::string &n) {
+          return model.inputIndex(n) >= 0;
+        }));
   bool anyNamed = false;
   for (const Given &g : inputs)
     anyNamed |= !g.name.empty();
@@ -509,8 +511,8 @@ int main(int argc, char **argv) {
         fail("too many inputs: the model takes " +
              std::to_string(model.numInputs()) + " input" +
              (model.numInputs() == 1 ? "" : "s") + " (" +
-             joinNames(model.inputs()) + "), " +
-             std::to_string(inputs.size()) + " given");
+             joinNames(model.inputs()) + "), " + std::to_string(inputs.size()) +
+             " given");
       name = model.input(nextPos++).name;
     }
     named.emplace_back(name, &g.tensor);
@@ -534,9 +536,10 @@ int main(int argc, char **argv) {
   std::vector<int> outSlots = mapToOutputs("--output", outNames, model);
   std::vector<Given> expected;
   for (const std::string &spec : o.expected)
-    expected.push_back(parseTensorSpec(
-        "--expected-output", spec,
-        [&](const std::string &n) { return model.outputIndex(n) >= 0; }));
+    expected.push_back(
+        parseTensorSpec("--expected-output", spec, [&](const std::string &n) {
+          return model.outputIndex(n) >= 0;
+        }));
   std::vector<std::string> expNames;
   for (const Given &g : expected)
     expNames.push_back(g.name);

@@ -4,11 +4,11 @@
 //   gatec IR.mlir --compile-from=PHASE [--compile-to=PHASE] ...
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/support/Diagnostics.h"
 #include "compiler/GateReport.h"
 #include "compiler/LibraryEmitter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/support/Diagnostics.h"
 #include "passes/gated/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -16,11 +16,11 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -33,15 +33,16 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory gatecCat("gatec options");
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<model.onnx | model.onnxtxt | ir.mlir>"),
-                                      cl::cat(gatecCat));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"),
-                                       cl::cat(gatecCat));
-static cl::opt<std::string> compileTo(
-    "compile-to", cl::desc("Stop after this phase and print its IR"),
-    cl::value_desc("phase"), cl::cat(gatecCat));
+static cl::opt<std::string>
+    inputFile(cl::Positional, cl::Required,
+              cl::desc("<model.onnx | model.onnxtxt | ir.mlir>"),
+              cl::cat(gatecCat));
+static cl::opt<std::string>
+    outputFile("o", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::cat(gatecCat));
+static cl::opt<std::string>
+    compileTo("compile-to", cl::desc("Stop after this phase and print its IR"),
+              cl::value_desc("phase"), cl::cat(gatecCat));
 static cl::opt<std::string> compileFrom(
     "compile-from",
     cl::desc("The input is MLIR at this phase (default: an ONNX model)"),
@@ -63,12 +64,13 @@ static cl::opt<std::string> emit(
              "object file; the default for -o *.o), none (run and verify the "
              "phases, write nothing)"),
     cl::init(""), cl::cat(gatecCat));
-static cl::opt<std::string> target(
-    "target", cl::desc("Target: cpu (the host CPU, default)"), cl::init("cpu"),
-    cl::cat(gatecCat));
-static cl::opt<std::string> ccPath(
-    "cc", cl::desc("The C compiler/linker that builds the model library"),
-    cl::init("clang-22"), cl::cat(gatecCat));
+static cl::opt<std::string>
+    target("target", cl::desc("Target: cpu (the host CPU, default)"),
+           cl::init("cpu"), cl::cat(gatecCat));
+static cl::opt<std::string>
+    ccPath("cc",
+           cl::desc("The C compiler/linker that builds the model library"),
+           cl::init("clang-22"), cl::cat(gatecCat));
 static cl::opt<std::string> report(
     "report",
     cl::desc("Print a report instead of the IR (unless -o is given): gates "
@@ -194,10 +196,12 @@ int main(int argc, char **argv) {
   if (compileFrom.empty() && irInput) {
     llvm::errs() << "gatec: " << inputFile
                  << " is MLIR: say which phase it is with --compile-from=PHASE "
-                    "(phases: " << phaseList() << ")\n";
+                    "(phases: "
+                 << phaseList() << ")\n";
     return 1;
   }
-  if (!compileFrom.empty() && (in.ends_with(".onnx") || in.ends_with(".onnxtxt"))) {
+  if (!compileFrom.empty() &&
+      (in.ends_with(".onnx") || in.ends_with(".onnxtxt"))) {
     llvm::errs() << "gatec: " << inputFile
                  << " is an ONNX model: --compile-from takes the MLIR of a "
                     "phase (drop --compile-from to import the model)\n";

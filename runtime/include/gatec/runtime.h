@@ -62,13 +62,13 @@ GATEC_RT_API const char *gatec_runtime_cpu_target(void);
 
 typedef enum {
   GATEC_STATUS_OK = 0,
-  GATEC_STATUS_INVALID_ARGUMENT = 1,   /* a bad argument (NULL, bad shape...) */
-  GATEC_STATUS_MISSING_INPUT = 2,      /* an input of the model not given */
-  GATEC_STATUS_SHAPE_MISMATCH = 3,     /* rank or dims differ from signature */
-  GATEC_STATUS_DTYPE_MISMATCH = 4,     /* element type differs */
-  GATEC_STATUS_LOAD_ERROR = 5,         /* dlopen/dlsym/bad descriptor */
+  GATEC_STATUS_INVALID_ARGUMENT = 1, /* a bad argument (NULL, bad shape...) */
+  GATEC_STATUS_MISSING_INPUT = 2,    /* an input of the model not given */
+  GATEC_STATUS_SHAPE_MISMATCH = 3,   /* rank or dims differ from signature */
+  GATEC_STATUS_DTYPE_MISMATCH = 4,   /* element type differs */
+  GATEC_STATUS_LOAD_ERROR = 5,       /* dlopen/dlsym/bad descriptor */
   GATEC_STATUS_ABI_VERSION_MISMATCH = 6,
-  GATEC_STATUS_WRONG_TARGET = 7,       /* library built for another target */
+  GATEC_STATUS_WRONG_TARGET = 7, /* library built for another target */
   GATEC_STATUS_OUT_OF_MEMORY = 8,
   GATEC_STATUS_DEVICE_UNAVAILABLE = 9, /* e.g. CUDA on a CPU-only runtime */
   GATEC_STATUS_MODEL_ERROR = 10        /* the model's run reported an error */
@@ -80,7 +80,8 @@ typedef struct gatec_status gatec_status;
 GATEC_RT_API gatec_status_code gatec_status_get_code(const gatec_status *s);
 /* The message (never NULL; "" for NULL). Valid until the status is destroyed.
  * Messages are complete sentences about the cause, e.g.
- *   input 'x': expected shape [batch, seq, 64] (batch=?, seq=?), given [2, 8, 32]
+ *   input 'x': expected shape [batch, seq, 64] (batch=?, seq=?), given [2, 8,
+ * 32]
  */
 GATEC_RT_API const char *gatec_status_message(const gatec_status *s);
 /* Frees a status; NULL is fine. */
@@ -200,9 +201,8 @@ typedef struct {
  * signature), ABI_VERSION_MISMATCH, WRONG_TARGET (a "cuda-*" model on this
  * CPU-only runtime, or a CPU model for another architecture),
  * DEVICE_UNAVAILABLE (device is CUDA). */
-GATEC_RT_API gatec_status *gatec_model_load(const char *path,
-                                            gatec_device device,
-                                            gatec_model **out);
+GATEC_RT_API gatec_status *
+gatec_model_load(const char *path, gatec_device device, gatec_model **out);
 /* Unloads the model. Tensors it returned stay valid. NULL is fine. */
 GATEC_RT_API void gatec_model_destroy(gatec_model *m);
 
@@ -246,10 +246,10 @@ GATEC_RT_API gatec_status *gatec_model_run(gatec_model *m,
 /* The same with inputs keyed by name, in any order: names[i] names
  * inputs[i]. Errors as gatec_model_run, and INVALID_ARGUMENT for an unknown
  * or repeated name; MISSING_INPUT names the first input not given. */
-GATEC_RT_API gatec_status *gatec_model_run_named(
-    gatec_model *m, const char *const *names,
-    const gatec_tensor *const *inputs, size_t num_inputs,
-    gatec_tensor **outputs);
+GATEC_RT_API gatec_status *
+gatec_model_run_named(gatec_model *m, const char *const *names,
+                      const gatec_tensor *const *inputs, size_t num_inputs,
+                      gatec_tensor **outputs);
 
 #ifdef __cplusplus
 }

@@ -78,9 +78,18 @@ public:
   /// The error (an ok Status if there is a value).
   const Status &status() const { return status_; }
 
-  T &value() & { check(); return *value_; }
-  const T &value() const & { check(); return *value_; }
-  T &&value() && { check(); return std::move(*value_); }
+  T &value() & {
+    check();
+    return *value_;
+  }
+  const T &value() const & {
+    check();
+    return *value_;
+  }
+  T &&value() && {
+    check();
+    return std::move(*value_);
+  }
   T &operator*() & { return value(); }
   const T &operator*() const & { return value(); }
   T &&operator*() && { return std::move(*this).value(); }
@@ -102,9 +111,7 @@ private:
 /// The gatec_dtype of a C++ element type.
 template <typename T> struct DTypeOf;
 #define GATEC_DTYPE_OF(T, D)                                                   \
-  template <> struct DTypeOf<T> {                                              \
-    static constexpr gatec_dtype value = D;                                    \
-  };
+  template <> struct DTypeOf<T> { static constexpr gatec_dtype value = D; };
 GATEC_DTYPE_OF(float, GATEC_DTYPE_F32)
 GATEC_DTYPE_OF(double, GATEC_DTYPE_F64)
 GATEC_DTYPE_OF(int8_t, GATEC_DTYPE_I8)
@@ -234,9 +241,9 @@ private:
 struct ValueInfo {
   std::string name;
   gatec_dtype dtype = GATEC_DTYPE_INVALID;
-  std::vector<int64_t> dims;           ///< -1 = dynamic
-  std::vector<std::string> dimParams;  ///< "" = none
-  std::string shapeStr;                ///< "[batch, seq, 64]"
+  std::vector<int64_t> dims;          ///< -1 = dynamic
+  std::vector<std::string> dimParams; ///< "" = none
+  std::string shapeStr;               ///< "[batch, seq, 64]"
 
   static ValueInfo fromC(const gatec_value_info *v) {
     ValueInfo r;
@@ -322,15 +329,14 @@ public:
     for (const Tensor *t : inputs)
       in.push_back(t ? t->get() : nullptr);
     std::vector<gatec_tensor *> out(numOutputs() + 1, nullptr);
-    Status st = Status::fromC(
-        gatec_model_run(m_, in.data(), in.size(), out.data()));
+    Status st =
+        Status::fromC(gatec_model_run(m_, in.data(), in.size(), out.data()));
     return wrapOutputs(st, out);
   }
 
   /// Runs with inputs keyed by name (see gatec_model_run_named).
   Expected<std::vector<Tensor>> runNamed(
-      const std::vector<std::pair<std::string, const Tensor *>> &inputs)
-      const {
+      const std::vector<std::pair<std::string, const Tensor *>> &inputs) const {
     std::vector<const char *> names;
     std::vector<const gatec_tensor *> in;
     for (const auto &p : inputs) {
@@ -338,8 +344,8 @@ public:
       in.push_back(p.second ? p.second->get() : nullptr);
     }
     std::vector<gatec_tensor *> out(numOutputs() + 1, nullptr);
-    Status st = Status::fromC(gatec_model_run_named(
-        m_, names.data(), in.data(), in.size(), out.data()));
+    Status st = Status::fromC(gatec_model_run_named(m_, names.data(), in.data(),
+                                                    in.size(), out.data()));
     return wrapOutputs(st, out);
   }
 
