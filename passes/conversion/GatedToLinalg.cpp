@@ -1,4 +1,5 @@
 //===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
+#include "passes/conversion/BroadcastMap.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
@@ -68,22 +69,6 @@ struct Lowerer {
     Value e = empty(shape, f32, from);
     return linalg::FillOp::create(b, loc, ValueRange{cst(v)}, ValueRange{e})
         .getResult(0);
-  }
-
-  /// The map reading an operand that broadcasts (numpy rules) to `rank`
-  /// loop dims: size-1 dims read index 0, missing leading dims are dropped.
-  AffineMap broadcastMap(int64_t rank, ShapedType t,
-                         ArrayRef<int64_t> outShape) {
-    SmallVector<AffineExpr> exprs;
-    int64_t r = t.getRank();
-    for (int64_t i = 0; i < r; ++i) {
-      int64_t d = rank - r + i;
-      if (t.getDimSize(i) == 1 && outShape[d] != 1)
-        exprs.push_back(b.getAffineConstantExpr(0));
-      else
-        exprs.push_back(b.getAffineDimExpr(d));
-    }
-    return AffineMap::get(rank, 0, exprs, b.getContext());
   }
 
   SmallVector<IteratorType> parallel(int64_t n) {
@@ -159,8 +144,8 @@ struct Lowerer {
         maps.push_back(b.getMultiDimIdentityMap(rank).dropResult(rank - 1));
         continue;
       }
-      maps.push_back(broadcastMap(rank, cast<ShapedType>(in.getType()),
-                                  outType.getShape()));
+      maps.push_back(conversion::broadcastMap(
+          b.getContext(), cast<ShapedType>(in.getType()), outType.getShape()));
     }
     maps.push_back(b.getMultiDimIdentityMap(rank));
     Value init = empty(outType.getShape(), outType.getElementType(), dimsFrom);

@@ -10,6 +10,7 @@
 // the onnx ops erased.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/conversion/BroadcastMap.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/onnx/ConstantValues.h"
@@ -455,16 +456,7 @@ struct Lowerer {
   /// leading dims are dropped, size-1 dims read index 0. A dynamic dim is
   /// taken to have the output's size.
   AffineMap broadcastMap(ShapedType t, ArrayRef<int64_t> outShape) {
-    int64_t rank = outShape.size(), r = t.getRank();
-    SmallVector<AffineExpr> exprs;
-    for (int64_t i = 0; i < r; ++i) {
-      int64_t d = rank - r + i;
-      if (t.getDimSize(i) == 1 && outShape[d] != 1)
-        exprs.push_back(b.getAffineConstantExpr(0));
-      else
-        exprs.push_back(b.getAffineDimExpr(d));
-    }
-    return AffineMap::get(rank, 0, exprs, b.getContext());
+    return conversion::broadcastMap(b.getContext(), t, outShape);
   }
 
   /// Sizes of the broadcast of `ins` to `out`: a dynamic output dim takes
