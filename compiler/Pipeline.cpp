@@ -36,6 +36,12 @@ const std::vector<Phase> &getPhases() {
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
+      {"fused", "gates fused into the kernels that produce their operands",
+       [](mlir::OpPassManager &pm) {
+         // The fusion passes (issue 5) and the chunked linear-attention
+         // form (issue 6) are added here.
+         pm.addPass(mlir::createCSEPass());
+       }},
       {"linalg", "everything as linalg/tensor/arith/math on tensors",
        [](mlir::OpPassManager &pm) {
          auto &f = pm.nest<mlir::func::FuncOp>();
@@ -44,7 +50,7 @@ const std::vector<Phase> &getPhases() {
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
-      {"cpu", "bufferized, loops, LLVM dialect for the host CPU",
+      {"tiled", "bufferized, tiled loops (scf.forall) on memrefs",
        [](mlir::OpPassManager &pm) {
          // Function results are owned by the caller (the ABI wrapper frees
          // them after copying into the runtime's buffers).
@@ -55,7 +61,12 @@ const std::vector<Phase> &getPhases() {
              "buffer-deallocation-simplification,"
              "bufferization-lower-deallocations,convert-bufferization-to-"
              "memref,"
-             "cse,canonicalize,"
+             "cse,canonicalize",
+             pm);
+       }},
+      {"cpu", "loops, LLVM dialect for the host CPU",
+       [](mlir::OpPassManager &pm) {
+         (void)mlir::parsePassPipeline(
              "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
              "lower-affine,"
              "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"

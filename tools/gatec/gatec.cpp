@@ -165,6 +165,8 @@ int main(int argc, char **argv) {
   if (report == "gates" && compileTo.empty())
     last = gatec::findPhase("gated");
   int cpuPhase = gatec::findPhase("cpu");
+  // The first phase on memrefs: the signature is read before it.
+  int bufferPhase = gatec::findPhase("tiled");
   if (binary && last != cpuPhase) {
     llvm::errs() << "gatec: --emit=" << emit
                  << " needs every phase through 'cpu'\n";
@@ -262,7 +264,7 @@ int main(int argc, char **argv) {
   }
   std::optional<gatec::ModelSignature> signature;
   for (int i = first; i <= last; ++i) {
-    if (i == cpuPhase) {
+    if (i == bufferPhase) {
       // The signature, read while the types are still tensors.
       auto sig = gatec::readSignature(*module);
       if (failed(sig))
@@ -302,7 +304,7 @@ int main(int argc, char **argv) {
     return 0;
   if (binary) {
     if (!signature) {
-      llvm::errs() << "gatec: a library needs the IR of a phase before 'cpu' "
+      llvm::errs() << "gatec: a library needs the IR of a phase before 'tiled' "
                       "(--compile-from=linalg or earlier)\n";
       return 1;
     }
