@@ -327,6 +327,10 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
     return emitError(loc) << "cannot create a temporary directory: "
                           << ec.message();
   std::string ll = (dir + "/model.ll").str(), c = (dir + "/abi.c").str();
+  // Parallel loops call the OpenMP runtime (libomp of LLVM 22).
+  bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &fn) {
+    return fn.getName().starts_with("__kmpc_");
+  });
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(ll, ec);
@@ -358,6 +362,9 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
   } else {
     auto a = common;
     a.insert(a.end(), {inc, "-shared", ll, c, "-o", opts.output, "-lm"});
+    if (usesOpenMP)
+      a.insert(a.end(), {"-L" GATEC_LLVM_LIB_DIR, "-lomp",
+                         "-Wl,-rpath," GATEC_LLVM_LIB_DIR});
     r = runTool(a, loc);
   }
   llvm::sys::fs::remove_directories(dir);

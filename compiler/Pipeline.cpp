@@ -4,6 +4,8 @@
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "passes/conversion/Passes.h"
+#include "passes/tiling/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
 
@@ -33,6 +35,7 @@ const std::vector<Phase> &getPhases() {
          f.addPass(gated::createRaiseGates());
          f.addPass(gated::createRaiseGlu());
          f.addPass(gated::createRaiseResidualGates());
+         f.addPass(gated::createRaiseLinearAttention());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},
@@ -40,11 +43,14 @@ const std::vector<Phase> &getPhases() {
        [](mlir::OpPassManager &pm) {
          // The fusion passes (issue 5) and the chunked linear-attention
          // form (issue 6) are added here.
+         pm.addNestedPass<mlir::func::FuncOp>(
+             gated::createChunkLinearAttention());
          pm.addPass(mlir::createCSEPass());
        }},
       {"linalg", "everything as linalg/tensor/arith/math on tensors",
        [](mlir::OpPassManager &pm) {
          auto &f = pm.nest<mlir::func::FuncOp>();
+         f.addPass(conversion::createConvertLinearAttentionToLoops());
          f.addPass(conversion::createConvertGatedToLinalg());
          f.addPass(conversion::createConvertOnnxToLinalg());
          f.addPass(mlir::createCanonicalizerPass());
@@ -52,6 +58,11 @@ const std::vector<Phase> &getPhases() {
        }},
       {"tiled", "bufferized, tiled loops (scf.forall) on memrefs",
        [](mlir::OpPassManager &pm) {
+         auto &f = pm.nest<mlir::func::FuncOp>();
+         f.addPass(mlir::createLinalgElementwiseOpFusionPass());
+         f.addPass(tiling::createTileAndFuseLinalg());
+         f.addPass(mlir::createCanonicalizerPass());
+         f.addPass(mlir::createCSEPass());
          // Function results are owned by the caller (the ABI wrapper frees
          // them after copying into the runtime's buffers).
          (void)mlir::parsePassPipeline(
@@ -69,6 +80,11 @@ const std::vector<Phase> &getPhases() {
          (void)mlir::parsePassPipeline(
              "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
              "lower-affine,"
+             // Each scf.forall iteration is a task for an OpenMP thread; the
+             // alloca scopes the OpenMP conversion adds are lowered before
+             // scf-to-cf splits their bodies into blocks.
+             "scf-forall-to-parallel,convert-scf-to-openmp,"
+             "finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
              "convert-to-llvm,reconcile-unrealized-casts",
              pm);
@@ -103,6 +119,7 @@ void registerGatecPasses() {
   onnx::registerOnnxPasses();
   gated::registerGatedPasses();
   conversion::registerConversionPasses();
+  tiling::registerTilingPasses();
 }
 
 } // namespace gatec

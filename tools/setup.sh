@@ -10,7 +10,7 @@ cd "$root"
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 
-debs=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
+debs=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22 libomp-22-dev
       libonnx-dev libprotobuf-dev protobuf-compiler cmake ninja-build ccache
       python3-venv zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev)
 missing=()

@@ -1,0 +1,132 @@
+//===- TileAndFuseLinalg.cpp - --tile-and-fuse-linalg ---------------------===//
+//
+// Row-block tiling of linalg ops on tensors into scf.forall, with their
+// single-use linalg producers fused into the loop body.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/tiling/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace gatec::tiling {
+#define GEN_PASS_DEF_TILEANDFUSELINALG
+#include "passes/tiling/Passes.h.inc"
+} // namespace gatec::tiling
+
+using namespace mlir;
+
+namespace {
+constexpr StringLiteral kVisited = "gatec.tile_visited";
+
+/// Tile sizes: 1 for every parallel dimension but the last two, `rows` for
+/// the second-to-last, 0 (untiled) for the last and for reductions. Empty
+/// when the op has fewer than two parallel dimensions.
+SmallVector<OpFoldResult> tileSizes(OpBuilder &b, linalg::LinalgOp op,
+                                    int64_t rows) {
+  SmallVector<unsigned> parallel;
+  op.getParallelDims(parallel);
+  if (parallel.size() < 2)
+    return {};
+  SmallVector<OpFoldResult> sizes(op.getNumLoops(), b.getIndexAttr(0));
+  for (size_t i = 0; i + 2 < parallel.size(); ++i)
+    sizes[parallel[i]] = b.getIndexAttr(1);
+  sizes[parallel[parallel.size() - 2]] = b.getIndexAttr(rows);
+  return sizes;
+}
+
+/// True when the slice provably covers the whole producer result (fusing it
+/// would recompute the producer in every tile).
+bool isFullSlice(tensor::ExtractSliceOp slice) {
+  auto type = dyn_cast<RankedTensorType>(slice.getSource().getType());
+  if (!type || !type.hasStaticShape())
+    return false;
+  auto sizes = slice.getStaticSizes();
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (sizes[i] != type.getDimSize(i))
+      return false;
+  return true;
+}
+
+struct TileAndFuseLinalgPass
+    : gatec::tiling::impl::TileAndFuseLinalgBase<TileAndFuseLinalgPass> {
+  using Base::Base;
+
+  /// The last unvisited linalg op on tensors at the top level of `f`.
+  linalg::LinalgOp nextRoot(func::FuncOp f) {
+    for (Operation &o : llvm::reverse(f.getBody().front()))
+      if (auto l = dyn_cast<linalg::LinalgOp>(&o))
+        if (!o.hasAttr(kVisited) && l.hasPureTensorSemantics())
+          return l;
+    return {};
+  }
+
+  void eraseDeadLinalg(func::FuncOp f, RewriterBase &rewriter) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Operation &o :
+           llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
+        if (isa<linalg::LinalgOp, tensor::EmptyOp>(o) && o.use_empty()) {
+          rewriter.eraseOp(&o);
+          changed = true;
+        }
+    }
+  }
+
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    if (f.isExternal())
+      return;
+    MLIRContext *ctx = &getContext();
+    IRRewriter rewriter(ctx);
+
+    RewritePatternSet cleanup(ctx);
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(cleanup, ctx);
+    tensor::populateMergeConsecutiveInsertExtractSlicePatterns(cleanup);
+    linalg::populateSwapExtractSliceWithFillPatterns(cleanup);
+    FrozenRewritePatternSet frozen(std::move(cleanup));
+
+    while (linalg::LinalgOp root = nextRoot(f)) {
+      root->setAttr(kVisited, UnitAttr::get(ctx));
+      SmallVector<OpFoldResult> sizes = tileSizes(rewriter, root, rows);
+      if (sizes.empty())
+        continue;
+
+      // Originals replaced by the loop: the root and each fused producer.
+      llvm::SmallPtrSet<Operation *, 8> fused{root.getOperation()};
+      scf::SCFTileAndFuseOptions opts;
+      opts.tilingOptions.setTileSizes(sizes).setLoopType(
+          scf::SCFTilingOptions::LoopType::ForallOp);
+      opts.cleanupPatterns = frozen;
+      opts.setFusionControlFn(
+          [&](tensor::ExtractSliceOp slice, OpResult producer,
+              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+            Operation *p = producer.getOwner();
+            if (!isa<linalg::LinalgOp>(p) || isFullSlice(slice))
+              return std::nullopt;
+            auto loop = slice->getParentOfType<scf::ForallOp>();
+            for (Operation *u : p->getUsers())
+              if (!fused.contains(u) && !(loop && loop->isAncestor(u)))
+                return std::nullopt;
+            fused.insert(p);
+            return scf::SCFTileAndFuseOptions::ControlFnResult{};
+          });
+
+      rewriter.setInsertionPoint(root);
+      auto result = scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(root.getOperation()), opts);
+      if (failed(result))
+        continue; // left untiled; it still runs, on one core
+      for (OpResult r : root->getResults())
+        if (Value repl = result->replacements.lookup(r))
+          rewriter.replaceAllUsesWith(r, repl);
+      eraseDeadLinalg(f, rewriter);
+    }
+    f.walk([](Operation *o) { o->removeAttr(kVisited); });
+  }
+};
+} // namespace
