@@ -104,4 +104,34 @@ def Gated_ResidualKind : I32EnumAttr<"ResidualKind",
   let cppNamespace = "::gatec::gated";
 }
 
+def Gated_LinearAttentionRule : I32EnumAttr<"LinearAttentionRule",
+    "state update of gated.linear_attention", [
+  I32EnumAttrCase<"linear", 0>,
+  I32EnumAttrCase<"gated", 1>,
+  I32EnumAttrCase<"delta", 2>,
+  I32EnumAttrCase<"gated_delta", 3>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    linear: S_t = S_{t-1} + k_t v_tᵀ; gated: S_t = diag(exp(g_t)) S_{t-1} +
+    k_t v_tᵀ (per-key-channel decay as in GLA, or one scalar per head as in
+    Mamba2/RetNet, chosen by the decay operand's shape); delta: the delta
+    rule S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ; gated_delta: decay
+    first, then the delta rule on the decayed state (Gated DeltaNet).
+  }];
+}
+
+def Gated_LinearAttentionForm : I32EnumAttr<"LinearAttentionForm",
+    "algorithm of gated.linear_attention", [
+  I32EnumAttrCase<"recurrent", 0>,
+  I32EnumAttrCase<"chunked", 1>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    recurrent: one token after the other (the reference form); chunked: the
+    chunkwise-parallel form with cumulative log-decays in f32 (set by
+    --chunk-linear-attention). Both compute the same maths.
+  }];
+}
+
 #endif

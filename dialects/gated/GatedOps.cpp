@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace gatec::gated;
@@ -223,6 +224,96 @@ LogicalResult RMSNormOp::verify() {
 LogicalResult LayerNormOp::verify() {
   return verifyNorm(*this, getX(), getWeight(), getBias(),
                     getEpsilon().convertToFloat());
+}
+
+LogicalResult LinearAttentionOp::verify() {
+  if (failed(sameElementType(
+          *this, {getQuery(), getKey(), getValue(), getDecay(), getBeta()})))
+    return failure();
+  Type se = getElementTypeOrSelf(getFinalState().getType());
+  if (getInitialState() &&
+      getElementTypeOrSelf(getInitialState().getType()) != se)
+    return emitOpError() << "initial_state and final_state differ in "
+                            "element type";
+  if (!getInitialState() && se != getElementTypeOrSelf(getQuery().getType()))
+    return emitOpError() << "without an initial state, the final state has "
+                            "the query's element type";
+  if (getChunkSize() <= 0)
+    return emitOpError() << "chunk_size must be positive, got "
+                         << getChunkSize();
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale))
+    return emitOpError() << "scale must be finite";
+  LinearAttentionRule rule = getUpdateRule();
+  bool gatedRule = rule == LinearAttentionRule::gated ||
+                   rule == LinearAttentionRule::gated_delta;
+  bool deltaRule = rule == LinearAttentionRule::delta ||
+                   rule == LinearAttentionRule::gated_delta;
+  StringRef name = stringifyLinearAttentionRule(rule);
+  if (gatedRule != (bool)getDecay())
+    return emitOpError() << "update rule '" << name << "' "
+                         << (gatedRule ? "needs" : "takes no")
+                         << " decay operand";
+  if (deltaRule != (bool)getBeta())
+    return emitOpError() << "update rule '" << name << "' "
+                         << (deltaRule ? "needs" : "takes no")
+                         << " beta operand";
+  SmallVector<ShapedType> all;
+  for (Value v : getOperands())
+    all.push_back(cast<ShapedType>(v.getType()));
+  for (Value v : getResults())
+    all.push_back(cast<ShapedType>(v.getType()));
+  for (ShapedType t : all)
+    if (!t.hasRank())
+      return success();
+  auto q = cast<ShapedType>(getQuery().getType());
+  auto k = cast<ShapedType>(getKey().getType());
+  auto v = cast<ShapedType>(getValue().getType());
+  for (ShapedType t : all)
+    if (t.getRank() != 4)
+      return emitOpError() << "operands and results must be 4-D (query, "
+                              "key, value: [batch, heads, sequence, "
+                              "head_dim]; states: [batch, heads, Dk, Dv])";
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), t = q.getDimSize(2),
+          dk = q.getDimSize(3), hkv = k.getDimSize(1), dv = v.getDimSize(3);
+  auto expect = [&](Value val, StringRef what,
+                    ArrayRef<int64_t> want) -> LogicalResult {
+    auto ty = cast<ShapedType>(val.getType());
+    for (int i = 0; i < 4; ++i)
+      if (!mayEqual(want[i], ty.getDimSize(i)))
+        return emitOpError() << what << " must be [" << dim(want[0]) << ", "
+                             << dim(want[1]) << ", " << dim(want[2]) << ", "
+                             << dim(want[3]) << "], got " << ty;
+    return success();
+  };
+  if (failed(expect(getKey(), "key", {b, hkv, t, dk})) ||
+      failed(expect(getValue(), "value", {b, hkv, t, dv})))
+    return failure();
+  if (hq != kDyn && hkv != kDyn && (hkv == 0 || hq % hkv))
+    return emitOpError() << "query heads (" << hq
+                         << ") must be a multiple of key/value heads (" << hkv
+                         << ")";
+  if (failed(expect(getOutput(), "output", {b, hq, t, dv})) ||
+      failed(expect(getFinalState(), "final_state", {b, hkv, dk, dv})))
+    return failure();
+  if (getInitialState() &&
+      failed(expect(getInitialState(), "initial_state", {b, hkv, dk, dv})))
+    return failure();
+  if (getDecay()) {
+    auto d = cast<ShapedType>(getDecay().getType());
+    int64_t last = d.getDimSize(3);
+    if (last != 1 && failed(expect(getDecay(), "decay", {b, hkv, t, dk})))
+      return failure();
+    if (failed(expect(getDecay(), "decay", {b, hkv, t, last})))
+      return failure();
+  }
+  if (getBeta()) {
+    auto bt = cast<ShapedType>(getBeta().getType());
+    int64_t h = bt.getDimSize(1) == 1 ? 1 : hkv;
+    if (failed(expect(getBeta(), "beta", {b, h, t, 1})))
+      return failure();
+  }
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -167,4 +167,74 @@ def Gated_LayerNormOp : Gated_Op<"layer_norm", [AllTypesMatch<["x", "result"]>]>
   }];
 }
 
+def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
+    [AttrSizedOperandSegments]> {
+  let summary = "decay-gated linear attention (GLA, Mamba2/RetNet decay, "
+                "DeltaNet, Gated DeltaNet) in recurrent semantics";
+  let description = [{
+    For every batch b and key/value head h, a state S [Dk, Dv] (zero, or
+    `initial_state[b, h]`) runs over the tokens t = 0 … T−1:
+
+      a_t = exp(g_t)          (g = `decay`, the log-decay; [Dk] per key
+                               channel, or one scalar broadcast over Dk)
+      linear:      S = S + k_t v_tᵀ
+      gated:       S = diag(a_t) S + k_t v_tᵀ
+      delta:       u_t = β_t (v_t − Sᵀ k_t);         S = S + k_t u_tᵀ
+      gated_delta: S' = diag(a_t) S; u_t = β_t (v_t − S'ᵀ k_t); S = S' + k_t u_tᵀ
+      output[b, hq, t] = scale · Sᵀ q_t[hq]   for each query head hq of the
+                         group of h (hq / (Hq/Hkv) = h, GQA)
+
+    and `final_state[b, h]` is S after the last token.
+
+    Shapes: query [B, Hq, T, Dk], key [B, Hkv, T, Dk], value [B, Hkv, T, Dv],
+    Hq a multiple of Hkv; decay [B, Hkv, T, Dk] (per key channel, GLA,
+    KDA) or [B, Hkv, T, 1] (scalar per head, Mamba2, RetNet, Gated
+    DeltaNet), present exactly for gated and gated_delta; beta
+    [B, Hkv, T, 1] or [B, 1, T, 1] (broadcast over heads), present exactly
+    for delta and gated_delta; initial_state and final_state
+    [B, Hkv, Dk, Dv]. output [B, Hq, T, Dv]. query, key, value, decay, beta
+    and output share one element type (f32/f16/bf16); the states share
+    theirs (the query's when there is no initial state). All arithmetic is
+    in f32.
+
+    `form` selects the algorithm, not the result: recurrent (token by
+    token) or chunked (chunks of `chunk_size` tokens: inclusive cumulative
+    sums G of the log-decays in f32 per chunk, intra-chunk products with
+    exp(G_i − G_j) for i ≥ j only, the delta rule as the forward
+    substitution of the UT system (I + strict_tril(diag(β)(K Kᵀ ⊙ Γ))) U =
+    diag(β)(V − (K ⊙ exp(G)) S), and the state passed between chunks).
+    With non-positive log-decays every exponent formed is ≤ 0. The ONNX op
+    allows any real decay; a positive one (growth) is computed as written
+    (see --chunk-linear-attention for the compile-time check).
+
+    Source: ONNX LinearAttention-27 (onnx 1.22, operator specification and
+    reference implementation); Yang et al. 2024, "Gated Linear Attention
+    Transformers with Hardware-Efficient Training" (chunkwise form,
+    section 4); Dao & Gu 2024, Mamba2 / SSD (scalar decay); Yang et al.
+    2024/2025, "Parallelizing Linear Transformers with the Delta Rule over
+    Sequence Length" (UT transform) and "Gated Delta Networks".
+  }];
+  let arguments = (ins
+    Gated_FloatTensor:$query,
+    Gated_FloatTensor:$key,
+    Gated_FloatTensor:$value,
+    Optional<Gated_FloatTensor>:$decay,
+    Optional<Gated_FloatTensor>:$beta,
+    Optional<Gated_FloatTensor>:$initial_state,
+    Gated_LinearAttentionRule:$update_rule,
+    Gated_LinearAttentionForm:$form,
+    F32Attr:$scale,
+    DefaultValuedAttr<I64Attr, "64">:$chunk_size);
+  let results = (outs Gated_FloatTensor:$output,
+                      Gated_FloatTensor:$final_state);
+  let assemblyFormat = [{
+    $update_rule $form $query `,` $key `,` $value
+    (`decay` `(` $decay^ `:` type($decay) `)`)?
+    (`beta` `(` $beta^ `:` type($beta) `)`)?
+    (`state` `(` $initial_state^ `:` type($initial_state) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->`
+    type($output) `,` type($final_state)
+  }];
+}
+
 #endif

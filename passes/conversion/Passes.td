@@ -80,4 +80,39 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
+                                         "mlir::func::FuncOp"> {
+  let summary = "Lower gated.linear_attention to scf.for loops over linalg on tensors";
+  let description = [{
+    Lowers each gated.linear_attention, in f32 (inputs extended, results
+    truncated), with scf.for loops over batch and key/value head, carrying
+    the [Dk, Dv] state, and linalg.generic / tensor slices inside:
+
+    - form = recurrent: one iteration per token (decay the state by
+      exp(g_t), delta correction, rank-1 write, read by the query heads of
+      the group). The reference form.
+    - form = chunked: the sequence is padded to a multiple of chunk_size C
+      (padding tokens have k = v = 0, log-decay 0 and β = 0, so they leave
+      the state alone) and one iteration per chunk computes: G, the
+      inclusive cumulative sum of the chunk's log-decays (f32); the
+      intra-chunk scores A_ij = Σ_d q_id k_jd exp(G_id − G_jd) for j ≤ i
+      (for a scalar decay, (q_i·k_j)·exp(G_i − G_j)); for the delta rules,
+      U from the UT system (I + M) U = diag(β)(V − (K ⊙ exp(G)) S) with
+      M_ij = β_i Σ_d k_id k_jd exp(G_id − G_jd) (j < i), solved by forward
+      substitution (else U = V); the output scale·((Q ⊙ exp(G)) S + A U);
+      the new state exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U. The exponents are
+      differences G_i − G_j with i ≥ j, or G itself (a sum from the chunk's
+      start): never −G.
+
+    Dynamic batch and sequence sizes are supported; head counts and head
+    dims must be static (an error otherwise). Run before
+    --convert-gated-to-linalg.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif

@@ -76,6 +76,53 @@ def RaiseResidualGates : Pass<"raise-residual-gates", "mlir::func::FuncOp"> {
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }
 
+def RaiseLinearAttention : Pass<"raise-linear-attention", "mlir::func::FuncOp"> {
+  let summary = "ONNX LinearAttention-27 to gated.linear_attention";
+  let description = [{
+    Rewrites every onnx.LinearAttention (opset 27) into one
+    gated.linear_attention in recurrent form: the packed [B, T, H·D] query,
+    key, value, decay ([B, T, Hkv·Dk] per key channel or [B, T, Hkv] per
+    head) and beta ([B, T, Hkv] or [B, T, 1]) are split into heads
+    ([B, H, T, D], onnx.Reshape + onnx.Transpose, as the operator does
+    internally), the output is packed back, past_state/present_state are
+    the op's initial/final state, scale 0 becomes 1/sqrt(Dk), and the
+    chunk_size hint is kept. Decay is in log space in both (ONNX: S_t =
+    exp(g_t)·S_{t-1} + …). A node that violates the operator's contract
+    (unknown update_rule, decay or beta missing or forbidden by the rule,
+    shapes that do not split into the given heads, dynamic H·D) is reported
+    with its location and fails the pass.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
+def ChunkLinearAttention : Pass<"chunk-linear-attention", "mlir::func::FuncOp"> {
+  let summary = "decay recurrences into the chunked log-space form";
+  let description = [{
+    Sets every gated.linear_attention to `form = chunked` with the given
+    chunk size; --convert-linear-attention-to-loops then spells out the
+    chunkwise-parallel algorithm (see the op's description): per chunk the
+    inclusive cumulative sum G of the log-decays in f32, intra-chunk
+    products with factors exp(G_i − G_j) for i ≥ j only, the delta rule by
+    forward substitution of the UT system, and the state passed between
+    chunks. Every exponent it forms is ≤ 0 when the log-decays are ≤ 0,
+    so decays down to exp(−30) per token neither underflow into NaN nor
+    overflow (a product of decays is never formed).
+
+    Growth: ONNX LinearAttention-27 allows any real log-decay; a run-time
+    decay is taken as given (its exponents may then be positive, exact
+    until exp overflows), but a decay that is a compile-time constant
+    with a positive entry is reported as an error at the op's location,
+    since a decay gate above 1 is almost certainly a sign error of the
+    exporter (log-decays are −exp(A)·softplus(·) ≤ 0 in Mamba2 and Gated
+    DeltaNet, log σ(·) ≤ 0 in GLA).
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", "64",
+           "Tokens per chunk (16, 32, 64, ...)">,
+  ];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
 def CheckWeights : Pass<"check-weights", "mlir::ModuleOp"> {
   let summary = "every initializer that fed an output still does";
   let description = [{

@@ -97,3 +97,34 @@ def layer_norm(x, w, b, epsilon):
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
     y = (x - mu) / np.sqrt(var + epsilon) * w
     return y if b is None else y + b
+
+
+def linear_attention(q, k, v, rule, scale, decay=None, beta=None, state=None):
+    """gated.linear_attention, token by token in float64.
+
+    q [B,Hq,T,Dk], k [B,Hkv,T,Dk], v [B,Hkv,T,Dv]; decay (log space)
+    [B,Hkv,T,Dk] or [B,Hkv,T,1]; beta [B,Hkv or 1,T,1]; state [B,Hkv,Dk,Dv].
+    Returns (output [B,Hq,T,Dv], final state [B,Hkv,Dk,Dv]).
+    """
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    B, Hq, T, Dk = q.shape
+    Hkv, Dv = k.shape[1], v.shape[3]
+    r = Hq // Hkv
+    S = np.zeros((B, Hkv, Dk, Dv)) if state is None else np.array(state, np.float64)
+    out = np.zeros((B, Hq, T, Dv))
+    for b in range(B):
+        for h in range(Hkv):
+            s = S[b, h]
+            for t in range(T):
+                if rule in ("gated", "gated_delta"):
+                    g = np.asarray(decay[b, h, t], np.float64)  # [Dk] or [1]
+                    s = np.exp(g)[:, None] * s
+                u = v[b, h, t]
+                if rule in ("delta", "gated_delta"):
+                    bt = float(beta[b, h if beta.shape[1] > 1 else 0, t, 0])
+                    u = bt * (u - s.T @ k[b, h, t])
+                s = s + np.outer(k[b, h, t], u)
+                for j in range(r):
+                    out[b, h * r + j, t] = scale * (s.T @ q[b, h * r + j, t])
+            S[b, h] = s
+    return out, S

@@ -1,0 +1,583 @@
+//===- LinearAttentionToLoops.cpp - --convert-linear-attention-to-loops ---===//
+//
+// gated.linear_attention as scf.for loops (batch, key/value head, then token
+// or chunk) over linalg.generic on tensors, in f32. See Passes.td for the
+// algorithm of each form.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/conversion/Passes.h"
+
+#include "dialects/gated/GatedDialect.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Builders.h"
+
+namespace gatec::conversion {
+#define GEN_PASS_DEF_CONVERTLINEARATTENTIONTOLOOPS
+#include "passes/conversion/Passes.h.inc"
+} // namespace gatec::conversion
+
+using namespace mlir;
+using namespace gatec;
+
+namespace {
+using utils::IteratorType;
+constexpr int64_t kDyn = ShapedType::kDynamic;
+constexpr IteratorType P = IteratorType::parallel;
+constexpr IteratorType R = IteratorType::reduction;
+
+using BodyFn = llvm::function_ref<Value(OpBuilder &, ValueRange)>;
+
+/// Builds the loops and linalg ops at one builder's insertion point.
+struct Builder {
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+
+  Builder(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value cf(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value ci(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value t, int64_t i) { return tensor::DimOp::create(b, loc, t, i); }
+
+  /// tensor.empty / zeros of `shape` (f32), dynamic sizes in order.
+  Value empty(ArrayRef<int64_t> shape, ValueRange dyn = {}) {
+    return tensor::EmptyOp::create(b, loc, shape, f32, dyn);
+  }
+  Value zeros(ArrayRef<int64_t> shape, ValueRange dyn = {}) {
+    return linalg::FillOp::create(b, loc, ValueRange{cf(0.0)},
+                                  ValueRange{empty(shape, dyn)})
+        .getResult(0);
+  }
+
+  /// An affine map of `n` dims onto the listed dims (-1: the constant 0).
+  AffineMap map(unsigned n, ArrayRef<int64_t> dims) {
+    SmallVector<AffineExpr> e;
+    for (int64_t d : dims)
+      e.push_back(d < 0 ? b.getAffineConstantExpr(0) : b.getAffineDimExpr(d));
+    return AffineMap::get(n, 0, e, b.getContext());
+  }
+
+  /// linalg.generic with one output `init` (its map is the last of `maps`);
+  /// the body gets the inputs' elements, then the output's, and returns the
+  /// value to yield.
+  ///
+  /// Under --linalg-fuse-elementwise-ops: an all-parallel generic that may be
+  /// fused into its consumer reads only its inputs (a producer that reads its
+  /// output argument is fused wrongly), while the loop-carried state is
+  /// updated in place by generics that read their output argument (else the
+  /// output is replaced by a tensor.empty and the scf.for yield is no longer
+  /// equivalent to its iter_arg).
+  Value generic(Value init, ValueRange ins, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> its, BodyFn body) {
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, its,
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          linalg::YieldOp::create(nb, loc, ValueRange{body(nb, args)});
+        });
+    return g.getResult(0);
+  }
+
+  /// x converted to f32 (and multiplied by `mul` if not 1).
+  Value toF32(Value x, double mul = 1.0) {
+    auto t = cast<RankedTensorType>(x.getType());
+    if (t.getElementType() == f32 && mul == 1.0)
+      return x;
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (t.isDynamicDim(i))
+        dyn.push_back(dim(x, i));
+    unsigned n = t.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(n);
+    return generic(
+        empty(t.getShape(), dyn), {x}, {id, id},
+        SmallVector<IteratorType>(n, P), [&](OpBuilder &nb, ValueRange a) {
+          Value v = a[0];
+          if (v.getType() != nb.getF32Type())
+            v = arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
+          if (mul != 1.0)
+            v = arith::MulFOp::create(
+                nb, loc, v,
+                arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(mul)));
+          return v;
+        });
+  }
+
+  /// x (f32) converted to element type e.
+  Value fromF32(Value x, Type e) {
+    auto t = cast<RankedTensorType>(x.getType());
+    if (e == f32)
+      return x;
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (t.isDynamicDim(i))
+        dyn.push_back(dim(x, i));
+    unsigned n = t.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(n);
+    Value init = tensor::EmptyOp::create(b, loc, t.getShape(), e, dyn);
+    return generic(init, {x}, {id, id}, SmallVector<IteratorType>(n, P),
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return arith::TruncFOp::create(nb, loc, e, a[0]);
+                   });
+  }
+
+  /// Static sizes (and dynamic offsets) of a slice; `drop` lists the dims
+  /// removed from the result type (they have size 1).
+  Value slice(Value src, ArrayRef<OpFoldResult> offsets,
+              ArrayRef<int64_t> sizes, ArrayRef<int64_t> drop) {
+    SmallVector<int64_t> shape;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (!llvm::is_contained(drop, (int64_t)i))
+        shape.push_back(sizes[i]);
+    SmallVector<OpFoldResult> sz, st;
+    for (int64_t s : sizes) {
+      sz.push_back(b.getIndexAttr(s));
+      st.push_back(b.getIndexAttr(1));
+    }
+    auto rt = RankedTensorType::get(
+        shape, cast<RankedTensorType>(src.getType()).getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, rt, src, offsets, sz, st);
+  }
+  Value insert(Value src, Value dest, ArrayRef<OpFoldResult> offsets,
+               ArrayRef<int64_t> sizes) {
+    SmallVector<OpFoldResult> sz, st;
+    for (int64_t s : sizes) {
+      sz.push_back(b.getIndexAttr(s));
+      st.push_back(b.getIndexAttr(1));
+    }
+    return tensor::InsertSliceOp::create(b, loc, src, dest, offsets, sz, st);
+  }
+
+  /// scf.for from lb to ub (step 1) carrying `inits`; `fn` builds the body
+  /// at the builder's insertion point and returns the values to yield.
+  scf::ForOp
+  loop(Value lb, Value ub, ValueRange inits,
+       llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, ci(1), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> ys = fn(f.getInductionVar(), f.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, ys);
+    return f;
+  }
+};
+
+// Scalar helpers for generic bodies.
+Value add(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::AddFOp::create(b, l, x, y);
+}
+Value sub(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::SubFOp::create(b, l, x, y);
+}
+Value mul(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::MulFOp::create(b, l, x, y);
+}
+Value exp(OpBuilder &b, Location l, Value x) {
+  return math::ExpOp::create(b, l, x);
+}
+/// j <= i (strict: j < i) from linalg.index of dims i and j.
+Value causal(OpBuilder &b, Location l, int64_t i, int64_t j, bool strict) {
+  Value vi = linalg::IndexOp::create(b, l, i);
+  Value vj = linalg::IndexOp::create(b, l, j);
+  return arith::CmpIOp::create(
+      b, l, strict ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule, vj,
+      vi);
+}
+/// exp(gi − gj) where `keep`, else exp(0) (the exponent is never positive
+/// for non-positive log-decays: gi − gj sums the log-decays j+1 … i).
+Value decayFactor(OpBuilder &b, Location l, Value keep, Value gi, Value gj) {
+  Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0));
+  return exp(b, l,
+             arith::SelectOp::create(b, l, keep, sub(b, l, gi, gj), zero));
+}
+
+struct Shapes {
+  int64_t hq, hkv, group, dk, dv, dd, betaHeads, chunk;
+  bool decay, perChannel, delta;
+};
+
+/// Intra-chunk scores of x [G, C, Dk] (or [C, Dk] when !batched) against
+/// k [C, Dk]: Σ_d x_id k_jd exp(G_id − G_jd) for j ≤ i (j < i when strict),
+/// 0 elsewhere. `gc` is the chunk's cumulative log-decay [C, Dd] or null.
+Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
+             bool batched, bool strict) {
+  int64_t C = s.chunk;
+  // Dims: (g,) i, j, d.
+  unsigned n = batched ? 4 : 3;
+  int64_t o = batched ? 1 : 0, I = o, J = o + 1, D = o + 2;
+  SmallVector<int64_t> xi, out;
+  if (batched) {
+    xi.push_back(0);
+    out.push_back(0);
+  }
+  xi.append({I, D});
+  out.append({I, J});
+  SmallVector<int64_t> outShape;
+  if (batched)
+    outShape.push_back(s.group);
+  outShape.append({C, C});
+  SmallVector<IteratorType> its(n, P);
+  its[D] = R;
+  Location loc = l.loc;
+  bool channelDecay = s.decay && s.perChannel;
+  if (channelDecay) {
+    return l.generic(l.zeros(outShape), {x, k, gc, gc},
+                     {l.map(n, xi), l.map(n, {J, D}), l.map(n, {I, D}),
+                      l.map(n, {J, D}), l.map(n, out)},
+                     its, [&](OpBuilder &nb, ValueRange a) -> Value {
+                       Value keep = causal(nb, loc, I, J, strict);
+                       Value f = decayFactor(nb, loc, keep, a[2], a[3]);
+                       Value t = add(nb, loc, a[4],
+                                     mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
+                       return arith::SelectOp::create(nb, loc, keep, t, a[4]);
+                     });
+  }
+  Value sc = l.generic(l.zeros(outShape), {x, k},
+                       {l.map(n, xi), l.map(n, {J, D}), l.map(n, out)}, its,
+                       [&](OpBuilder &nb, ValueRange a) -> Value {
+                         Value keep = causal(nb, loc, I, J, strict);
+                         Value t = add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                         return arith::SelectOp::create(nb, loc, keep, t, a[2]);
+                       });
+  if (!s.decay)
+    return sc;
+  // Scalar decay: (x_i · k_j) · exp(G_i − G_j).
+  unsigned m = batched ? 3 : 2;
+  SmallVector<int64_t> all;
+  for (unsigned i = 0; i < m; ++i)
+    all.push_back(i);
+  return l.generic(
+      sc, {gc, gc, sc},
+      {l.map(m, {I, -1}), l.map(m, {J, -1}), l.map(m, all), l.map(m, all)},
+      SmallVector<IteratorType>(m, P),
+      [&](OpBuilder &nb, ValueRange a) -> Value {
+        Value keep = causal(nb, loc, I, J, strict);
+        return mul(nb, loc, a[2], decayFactor(nb, loc, keep, a[0], a[1]));
+      });
+}
+
+/// x [C, W] ⊙ exp(g) where g is [C, Dd] (Dd = W or 1) or [Dd] (`row`),
+/// minus `sub` ([C, Dd]) when given: exp(g[d] − sub[i, d]).
+Value scaleRows(Builder &l, const Shapes &s, Value x, Value g, Value subtr,
+                bool row) {
+  int64_t d = s.perChannel ? 1 : -1;
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> ins{x, g};
+  SmallVector<AffineMap> maps{l.map(2, {0, 1}),
+                              row ? l.map(2, {d}) : l.map(2, {0, d})};
+  if (subtr) {
+    ins.push_back(subtr);
+    maps.push_back(l.map(2, {0, d}));
+  }
+  maps.push_back(l.map(2, {0, 1}));
+  Location loc = l.loc;
+  return l.generic(l.empty(t.getShape()), ins, maps, {P, P},
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     Value e = a[1];
+                     if (a.size() > 3)
+                       e = sub(nb, loc, e, a[2]);
+                     return mul(nb, loc, a[0], exp(nb, loc, e));
+                   });
+}
+
+/// o [G, Dv] (or [G, C, Dv]) = x · S, contracting Dk.
+Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape) {
+  Location loc = l.loc;
+  if (outShape.size() == 2) // (g, e, d)
+    return l.generic(l.zeros(outShape), {x, st},
+                     {l.map(3, {0, 2}), l.map(3, {2, 1}), l.map(3, {0, 1})},
+                     {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                       return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                     });
+  // (g, i, e, d)
+  return l.generic(l.zeros(outShape), {x, st},
+                   {l.map(4, {0, 1, 3}), l.map(4, {3, 2}), l.map(4, {0, 1, 2})},
+                   {P, P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                   });
+}
+
+/// One token of the recurrence for (batch bi, kv head h) at token t.
+SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
+                                 Value t, Value q, Value k, Value v,
+                                 Value decay, Value beta, Value out, Value st) {
+  Location loc = l.loc;
+  OpFoldResult z = l.b.getIndexAttr(0);
+  Value hq0 = arith::MulIOp::create(l.b, loc, h, l.ci(s.group));
+  Value kt = l.slice(k, {bi, h, t, z}, {1, 1, 1, s.dk}, {0, 1, 2});
+  Value vt = l.slice(v, {bi, h, t, z}, {1, 1, 1, s.dv}, {0, 1, 2});
+  Value qt = l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk}, {0, 2});
+  if (s.decay) {
+    // S = diag(exp(g_t)) S
+    Value gt = l.slice(decay, {bi, h, t, z}, {1, 1, 1, s.dd}, {0, 1, 2});
+    st = l.generic(st, {gt},
+                   {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
+                   {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return mul(nb, loc, a[1], exp(nb, loc, a[0]));
+                   });
+  }
+  Value u = vt;
+  if (s.delta) {
+    Value hb = s.betaHeads == 1 ? l.ci(0) : h;
+    Value bt = tensor::ExtractOp::create(l.b, loc, beta,
+                                         ValueRange{bi, hb, t, l.ci(0)});
+    // r = Sᵀ k, u = β (v − r)
+    Value r = l.generic(l.zeros({s.dv}), {st, kt},
+                        {l.map(2, {1, 0}), l.map(2, {1}), l.map(2, {0})},
+                        {P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                          return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                        });
+    u = l.generic(r, {vt, r}, {l.map(1, {0}), l.map(1, {0}), l.map(1, {0})},
+                  {P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                    return mul(nb, loc, bt, sub(nb, loc, a[0], a[1]));
+                  });
+  }
+  // S = S + k uᵀ
+  st = l.generic(st, {kt, u}, {l.map(2, {0}), l.map(2, {1}), l.map(2, {0, 1})},
+                 {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                   return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                 });
+  Value o = readState(l, qt, st, {s.group, s.dv});
+  out = l.insert(o, out, {bi, hq0, t, z}, {1, s.group, 1, s.dv});
+  return {out, st};
+}
+
+/// One chunk (tokens t0 … t0+C−1) for (batch bi, kv head h).
+SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
+                             Value c, Value q, Value k, Value v, Value decay,
+                             Value beta, Value out, Value st) {
+  Location loc = l.loc;
+  OpBuilder &b = l.b;
+  int64_t C = s.chunk;
+  OpFoldResult z = b.getIndexAttr(0);
+  Value t0 = arith::MulIOp::create(b, loc, c, l.ci(C));
+  Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
+  Value K = l.slice(k, {bi, h, t0, z}, {1, 1, C, s.dk}, {0, 1});
+  Value V = l.slice(v, {bi, h, t0, z}, {1, 1, C, s.dv}, {0, 1});
+  Value Q = l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk}, {0});
+  Value gc, glast;
+  if (s.decay) {
+    // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, d, j).
+    Value g = l.slice(decay, {bi, h, t0, z}, {1, 1, C, s.dd}, {0, 1});
+    gc =
+        l.generic(l.zeros({C, s.dd}), {g}, {l.map(3, {2, 1}), l.map(3, {0, 1})},
+                  {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                    Value keep = causal(nb, loc, 0, 2, false);
+                    return arith::SelectOp::create(
+                        nb, loc, keep, add(nb, loc, a[1], a[0]), a[1]);
+                  });
+    glast = l.slice(gc, {l.ci(C - 1), z}, {1, s.dd}, {0});
+  }
+  // U: the values written (delta rules: the UT system), [C, Dv].
+  Value U = V;
+  if (s.delta) {
+    Value hb = s.betaHeads == 1 ? l.ci(0) : h;
+    Value bt = l.slice(beta, {bi, hb, t0, z}, {1, 1, C, 1}, {0, 1, 3});
+    // M_ij = β_i Σ_d k_id k_jd exp(G_id − G_jd), j < i
+    Value M = scores(l, s, K, K, gc, /*batched=*/false, /*strict=*/true);
+    M = l.generic(M, {bt, M},
+                  {l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {0, 1})}, {P, P},
+                  [&](OpBuilder &nb, ValueRange a) -> Value {
+                    return mul(nb, loc, a[1], a[0]);
+                  });
+    // rhs = β ⊙ (V − (K ⊙ exp(G)) S)
+    Value Kg = s.decay ? scaleRows(l, s, K, gc, Value(), false) : K;
+    Value KS = l.generic(l.zeros({C, s.dv}), {Kg, st},
+                         {l.map(3, {0, 2}), l.map(3, {2, 1}), l.map(3, {0, 1})},
+                         {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                           return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                         });
+    Value rhs = l.generic(
+        KS, {V, bt, KS},
+        {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {0, 1})},
+        {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+          return mul(nb, loc, a[1], sub(nb, loc, a[0], a[2]));
+        });
+    // Forward substitution: u_i = rhs_i − Σ_{j<i} M_ij u_j.
+    U = l.loop(l.ci(0), l.ci(C), {rhs},
+               [&](Value i, ValueRange it) -> SmallVector<Value> {
+                 Value Uc = it[0];
+                 Value mrow = l.slice(M, {i, z}, {1, C}, {0});
+                 Value urow = l.slice(Uc, {i, z}, {1, s.dv}, {0});
+                 Value nrow = l.generic(
+                     urow, {mrow, Uc},
+                     {l.map(2, {1}), l.map(2, {1, 0}), l.map(2, {0})}, {P, R},
+                     [&](OpBuilder &nb, ValueRange a) -> Value {
+                       return sub(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                     });
+                 return {l.insert(nrow, Uc, {i, z}, {1, s.dv})};
+               })
+            .getResult(0);
+  }
+  // Output: (Q ⊙ exp(G)) S + A U, A the causal decayed scores.
+  Value A = scores(l, s, Q, K, gc, /*batched=*/true, /*strict=*/false);
+  Value Qg = Q;
+  if (s.decay) {
+    Qg = l.generic(l.empty({s.group, C, s.dk}), {Q, gc},
+                   {l.map(3, {0, 1, 2}), l.map(3, {1, s.perChannel ? 2 : -1}),
+                    l.map(3, {0, 1, 2})},
+                   {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return mul(nb, loc, a[0], exp(nb, loc, a[1]));
+                   });
+  }
+  Value O = readState(l, Qg, st, {s.group, C, s.dv});
+  O = l.generic(O, {A, U},
+                {l.map(4, {0, 1, 3}), l.map(4, {3, 2}), l.map(4, {0, 1, 2})},
+                {P, P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                  return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                });
+  out = l.insert(O, out, {bi, hq0, t0, z}, {1, s.group, C, s.dv});
+  // State: exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U.
+  Value Kh = K;
+  if (s.decay) {
+    Kh = scaleRows(l, s, K, glast, gc, /*row=*/true);
+    st = l.generic(st, {glast},
+                   {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
+                   {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return mul(nb, loc, a[1], exp(nb, loc, a[0]));
+                   });
+  }
+  st = l.generic(st, {Kh, U},
+                 {l.map(3, {2, 0}), l.map(3, {2, 1}), l.map(3, {0, 1})},
+                 {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                   return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                 });
+  return {out, st};
+}
+
+/// x [B, H, T, D] (f32) padded with `pad` along T up to tp tokens.
+Value padTokens(Builder &l, Value x, Value tp, double pad) {
+  auto t = cast<RankedTensorType>(x.getType());
+  Value bsz = l.dim(x, 0);
+  SmallVector<int64_t> shape{kDyn, t.getDimSize(1), kDyn, t.getDimSize(3)};
+  Value e = l.empty(shape, {bsz, tp});
+  Value f =
+      linalg::FillOp::create(l.b, l.loc, ValueRange{l.cf(pad)}, ValueRange{e})
+          .getResult(0);
+  SmallVector<OpFoldResult> off(4, l.b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sz = tensor::getMixedSizes(l.b, l.loc, x);
+  SmallVector<OpFoldResult> st(4, l.b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(l.b, l.loc, x, f, off, sz, st);
+}
+
+LogicalResult lower(gated::LinearAttentionOp op) {
+  OpBuilder b(op);
+  Builder l(b, op.getLoc());
+  Location loc = op.getLoc();
+  for (Value v : op->getOperands())
+    if (!isa<RankedTensorType>(v.getType()))
+      return op.emitOpError() << "cannot be lowered: unranked operand";
+  auto qt = cast<RankedTensorType>(op.getQuery().getType());
+  auto kt = cast<RankedTensorType>(op.getKey().getType());
+  auto vt = cast<RankedTensorType>(op.getValue().getType());
+  Shapes s;
+  s.hq = qt.getDimSize(1);
+  s.hkv = kt.getDimSize(1);
+  s.dk = qt.getDimSize(3);
+  s.dv = vt.getDimSize(3);
+  s.decay = (bool)op.getDecay();
+  s.delta = (bool)op.getBeta();
+  s.dd = s.decay ? cast<RankedTensorType>(op.getDecay().getType()).getDimSize(3)
+                 : 1;
+  s.perChannel = s.decay && s.dd != 1;
+  if (s.dk == 1)
+    s.perChannel = false, s.dd = 1;
+  s.betaHeads =
+      s.delta ? cast<RankedTensorType>(op.getBeta().getType()).getDimSize(1)
+              : 1;
+  bool chunked = op.getForm() == gated::LinearAttentionForm::chunked;
+  s.chunk = op.getChunkSize();
+  if (s.hq == kDyn || s.hkv == kDyn || s.dk == kDyn || s.dv == kDyn ||
+      s.dd == kDyn || s.betaHeads == kDyn)
+    return op.emitOpError() << "cannot be lowered: head counts and head "
+                               "dims must be static";
+  s.group = s.hq / s.hkv;
+
+  Value q = l.toF32(op.getQuery(), op.getScale().convertToDouble());
+  Value k = l.toF32(op.getKey()), v = l.toF32(op.getValue());
+  Value decay = s.decay ? l.toF32(op.getDecay()) : Value();
+  Value beta = s.delta ? l.toF32(op.getBeta()) : Value();
+  Value bsz = l.dim(q, 0), len = l.dim(q, 2);
+  Value state0 = op.getInitialState()
+                     ? l.toF32(op.getInitialState())
+                     : l.zeros({kDyn, s.hkv, s.dk, s.dv}, {bsz});
+  Value steps = len, tp = len;
+  if (chunked) {
+    // ceil(T / C) chunks; the inputs padded to a whole number of them.
+    Value cm1 = l.ci(s.chunk - 1);
+    steps = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, len, cm1), l.ci(s.chunk));
+    tp = arith::MulIOp::create(b, loc, steps, l.ci(s.chunk));
+    q = padTokens(l, q, tp, 0.0);
+    k = padTokens(l, k, tp, 0.0);
+    v = padTokens(l, v, tp, 0.0);
+    if (s.decay)
+      decay = padTokens(l, decay, tp, 0.0);
+    if (s.delta)
+      beta = padTokens(l, beta, tp, 0.0);
+  }
+  Value out0 = l.empty({kDyn, s.hq, kDyn, s.dv}, {bsz, tp});
+  Value fstate0 = l.empty({kDyn, s.hkv, s.dk, s.dv}, {bsz});
+  OpFoldResult z = b.getIndexAttr(0);
+  auto outer = l.loop(
+      l.ci(0), bsz, {out0, fstate0},
+      [&](Value bi, ValueRange it) -> SmallVector<Value> {
+        auto heads = l.loop(
+            l.ci(0), l.ci(s.hkv), {it[0], it[1]},
+            [&](Value h, ValueRange it2) -> SmallVector<Value> {
+              Value st =
+                  l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
+              auto seq =
+                  l.loop(l.ci(0), steps, {it2[0], st},
+                         [&](Value t, ValueRange it3) -> SmallVector<Value> {
+                           if (chunked)
+                             return chunkStep(l, s, bi, h, t, q, k, v, decay,
+                                              beta, it3[0], it3[1]);
+                           return recurrentStep(l, s, bi, h, t, q, k, v, decay,
+                                                beta, it3[0], it3[1]);
+                         });
+              Value fs = l.insert(seq.getResult(1), it2[1], {bi, h, z, z},
+                                  {1, 1, s.dk, s.dv});
+              return {seq.getResult(0), fs};
+            });
+        return {heads.getResult(0), heads.getResult(1)};
+      });
+  Value out = outer.getResult(0);
+  if (chunked) {
+    SmallVector<OpFoldResult> off(4, z);
+    SmallVector<OpFoldResult> sz{bsz, b.getIndexAttr(s.hq), len,
+                                 b.getIndexAttr(s.dv)};
+    SmallVector<OpFoldResult> st(4, b.getIndexAttr(1));
+    auto rt = RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32);
+    out = tensor::ExtractSliceOp::create(b, loc, rt, out, off, sz, st);
+  }
+  auto finish = [&](Value x, Type want) -> Value {
+    auto wt = llvm::cast<RankedTensorType>(want);
+    x = l.fromF32(x, wt.getElementType());
+    if (x.getType() != want)
+      x = tensor::CastOp::create(b, loc, want, x);
+    return x;
+  };
+  Value o = finish(out, op.getOutput().getType());
+  Value fs = finish(outer.getResult(1), op.getFinalState().getType());
+  op.getOutput().replaceAllUsesWith(o);
+  op.getFinalState().replaceAllUsesWith(fs);
+  op.erase();
+  return success();
+}
+
+struct ConvertLinearAttentionToLoopsPass
+    : conversion::impl::ConvertLinearAttentionToLoopsBase<
+          ConvertLinearAttentionToLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<gated::LinearAttentionOp> ops;
+    getOperation().walk(
+        [&](gated::LinearAttentionOp op) { ops.push_back(op); });
+    for (gated::LinearAttentionOp op : ops)
+      if (failed(lower(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace

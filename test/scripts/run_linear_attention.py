@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Runs ONNX LinearAttention-27 models through gatec on the CPU and compares
+output and present_state with an fp64 sequential recurrence
+(gated_reference.linear_attention, written from the op's maths).
+
+Every update rule (linear, gated with per-key-channel and per-head decay,
+delta, gated_delta), GQA, with and without past_state, beta per head and
+shared, T not a multiple of the chunk size; each model in the recurrent
+form (the gated phase's IR resumed after `fused`) and the chunked form
+(chunk 16 through gatec-opt --chunk-linear-attention, and the default
+pipeline's chunk 64). Stress: log-decays from -1e-4 to -30 per token, some
+exactly 0, T = 4096: no NaN/Inf and the same tolerance.
+
+Pass criterion per output: relative RMS error
+sqrt(mean((got - ref)^2)) / sqrt(mean(ref^2)) <= 1e-5, all values finite.
+
+usage: run_linear_attention.py --gatec-opt PATH [--gatec PATH]
+       [--gatec-run PATH] [--keep DIR] [--quick]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+import gated_reference as ref  # noqa: E402
+
+TOL = 1e-5
+
+
+def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state):
+    """LinearAttention-27 with a dynamic sequence length T."""
+    f = TensorProto.FLOAT
+    ins = [helper.make_tensor_value_info("query", f, [B, "T", Hq * Dk]),
+           helper.make_tensor_value_info("key", f, [B, "T", Hkv * Dk]),
+           helper.make_tensor_value_info("value", f, [B, "T", Hkv * Dv])]
+    names = ["query", "key", "value", "", "", ""]
+    if state:
+        ins.append(helper.make_tensor_value_info("past_state", f, [B, Hkv, Dk, Dv]))
+        names[3] = "past_state"
+    if decay_kind:
+        ins.append(helper.make_tensor_value_info(
+            "decay", f, [B, "T", Hkv * Dk if decay_kind == "channel" else Hkv]))
+        names[4] = "decay"
+    if beta_kind:
+        ins.append(helper.make_tensor_value_info(
+            "beta", f, [B, "T", Hkv if beta_kind == "heads" else 1]))
+        names[5] = "beta"
+    while names and names[-1] == "":
+        names.pop()
+    node = helper.make_node("LinearAttention", names, ["output", "present_state"],
+                            name="la", q_num_heads=Hq, kv_num_heads=Hkv,
+                            update_rule=rule)
+    outs = [helper.make_tensor_value_info("output", f, [B, "T", Hq * Dv]),
+            helper.make_tensor_value_info("present_state", f, [B, Hkv, Dk, Dv])]
+    g = helper.make_graph([node], "la", ins, outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 27)])
+    onnx.save(m, path)
+    return [i.name for i in ins]
+
+
+def log_decays(rng, shape, stress):
+    if not stress:
+        return -rng.uniform(0.01, 1.0, shape)
+    # -1e-4 ... -30 log-uniformly, and some tokens with decay exactly 1.
+    g = -np.exp(rng.uniform(np.log(1e-4), np.log(30.0), shape))
+    g[rng.random(shape) < 0.1] = 0.0
+    return g
+
+
+def make_inputs(rng, names, rule, B, T, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, stress):
+    q = rng.standard_normal((B, T, Hq, Dk))
+    k = rng.standard_normal((B, T, Hkv, Dk))
+    if rule in ("delta", "gated_delta"):
+        k /= np.linalg.norm(k, axis=-1, keepdims=True)  # L2-normalised keys
+    v = rng.standard_normal((B, T, Hkv, Dv))
+    x = {"query": q.reshape(B, T, -1), "key": k.reshape(B, T, -1),
+         "value": v.reshape(B, T, -1)}
+    if "past_state" in names:
+        x["past_state"] = rng.standard_normal((B, Hkv, Dk, Dv)) * 0.5
+    if decay_kind:
+        x["decay"] = log_decays(rng, (B, T, Hkv * Dk if decay_kind == "channel" else Hkv), stress)
+    if beta_kind:
+        x["beta"] = rng.uniform(0.05, 1.0, (B, T, Hkv if beta_kind == "heads" else 1))
+    return {n: a.astype(np.float32) for n, a in x.items()}
+
+
+def reference(x, rule, Hq, Hkv, Dk, Dv):
+    B, T, _ = x["query"].shape
+    heads = lambda a, h: a.astype(np.float64).reshape(B, T, h, -1).transpose(0, 2, 1, 3)
+    q, k, v = heads(x["query"], Hq), heads(x["key"], Hkv), heads(x["value"], Hkv)
+    decay = heads(x["decay"], Hkv) if "decay" in x else None
+    beta = heads(x["beta"], x["beta"].shape[2]) if "beta" in x else None
+    o, s = ref.linear_attention(q, k, v, rule, 1.0 / np.sqrt(Dk), decay, beta,
+                                x.get("past_state"))
+    return o.transpose(0, 2, 1, 3).reshape(B, T, Hq * Dv), s
+
+
+def rel_rms(got, want):
+    den = np.sqrt(np.mean(want ** 2))
+    return float(np.sqrt(np.mean((got.astype(np.float64) - want) ** 2)) / max(den, 1e-300))
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError("%s failed:\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatec-opt", required=True)
+    ap.add_argument("--gatec")
+    ap.add_argument("--gatec-run")
+    ap.add_argument("--keep")
+    ap.add_argument("--quick", action="store_true", help="skip the T=4096 stress cases")
+    a = ap.parse_args()
+    bindir = os.path.dirname(shutil.which(a.gatec_opt) or a.gatec_opt)
+    gatec = a.gatec or os.path.join(bindir, "gatec")
+    gatec_run = a.gatec_run or os.path.join(bindir, "gatec-run")
+    work = a.keep or tempfile.mkdtemp(prefix="gatec-la-")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(20261130)
+
+    # name, rule, B, Hq, Hkv, Dk, Dv, decay, beta, state, sequence lengths
+    cases = [
+        ("linear", "linear", 2, 2, 2, 8, 8, None, None, False, [1, 37]),
+        ("gated_channel_gqa_state", "gated", 1, 4, 2, 8, 6, "channel", None, True, [37, 64]),
+        ("gated_head", "gated", 2, 2, 2, 8, 8, "head", None, False, [37]),
+        ("delta_state_beta1", "delta", 1, 2, 2, 8, 8, None, "one", True, [37]),
+        ("gated_delta_gqa", "gated_delta", 2, 4, 1, 8, 8, "head", "heads", False, [5, 37, 70]),
+        ("gated_delta_channel_state", "gated_delta", 1, 2, 2, 8, 4, "channel", "heads", True, [37]),
+    ]
+    if not a.quick:
+        cases += [
+            ("stress_gated_channel", "gated", 1, 2, 2, 16, 16, "channel", None, False, [4096]),
+            ("stress_gated_head", "gated", 1, 2, 2, 16, 16, "head", None, True, [4096]),
+            ("stress_gated_delta", "gated_delta", 1, 4, 2, 16, 16, "head", "heads", True, [4096]),
+        ]
+    failures = 0
+    total = 0
+    worst = 0.0
+    for name, rule, B, Hq, Hkv, Dk, Dv, dk_, bk, st, lengths in cases:
+        d = os.path.join(work, name)
+        os.makedirs(d, exist_ok=True)
+        model = os.path.join(d, "model.onnx")
+        names = make_model(model, rule, B, Hq, Hkv, Dk, Dv, dk_, bk, st)
+        gated_ir = os.path.join(d, "gated.mlir")
+        run([gatec, model, "--compile-to=gated", "-o", gated_ir])
+        libs = {}
+        libs["recurrent"] = os.path.join(d, "recurrent.so")
+        run([gatec, gated_ir, "--compile-from=fused", "-o", libs["recurrent"]])
+        fused16 = os.path.join(d, "fused16.mlir")
+        run([a.gatec_opt, gated_ir, "--chunk-linear-attention=chunk-size=16", "-o", fused16])
+        libs["chunked16"] = os.path.join(d, "chunked16.so")
+        run([gatec, fused16, "--compile-from=fused", "-o", libs["chunked16"]])
+        libs["chunked64"] = os.path.join(d, "chunked64.so")
+        run([gatec, model, "-o", libs["chunked64"]])
+        for T in lengths:
+            x = make_inputs(rng, names, rule, B, T, Hq, Hkv, Dk, Dv, dk_, bk, name.startswith("stress"))
+            args = []
+            for n in names:
+                p = os.path.join(d, "%s_T%d.npy" % (n, T))
+                np.save(p, x[n])
+                args.append("--input=%s=@%s" % (n, p))
+            want_o, want_s = reference(x, rule, Hq, Hkv, Dk, Dv)
+            for form, lib in libs.items():
+                po = os.path.join(d, "out_%s_T%d.npy" % (form, T))
+                ps = os.path.join(d, "state_%s_T%d.npy" % (form, T))
+                run([gatec_run, lib] + args + ["--output=output=@" + po,
+                                               "--output=present_state=@" + ps])
+                got_o, got_s = np.load(po), np.load(ps)
+                eo, es = rel_rms(got_o, want_o), rel_rms(got_s, want_s)
+                finite = bool(np.isfinite(got_o).all() and np.isfinite(got_s).all())
+                ok = finite and eo <= TOL and es <= TOL
+                total += 1
+                worst = max(worst, eo, es)
+                if not ok:
+                    failures += 1
+                print("%-4s %-28s T=%-5d %-10s output %.2e  state %.2e%s" % (
+                    "ok" if ok else "FAIL", name, T, form, eo, es,
+                    "" if finite else "  NaN/Inf"))
+    print("linear attention on the CPU: %d runs, %d failures, worst relative RMS %.2e"
+          % (total, failures, worst))
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
