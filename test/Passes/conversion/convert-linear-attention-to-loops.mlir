@@ -1,0 +1,63 @@
+// RUN: gatec-opt %s --convert-linear-attention-to-loops --canonicalize -split-input-file -verify-diagnostics | FileCheck %s
+
+// Chunked gated delta rule with a per-key-channel decay, GQA (2 query heads
+// per KV head), an initial state: loops over batch, KV head and chunk; the
+// chunk's inclusive cumulative log-decay; the strictly causal UT matrix with
+// exp of a selected (non-positive) difference; the forward substitution;
+// the causal scores; the inter-chunk state update with exp(G_C − G_j).
+// CHECK-LABEL: func.func @chunked
+// (the loop over the one batch folds away)
+// CHECK: scf.for {{.*}} -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<1x4x?x6xf32>, tensor<8x6xf32>)
+// Cumulative sum G of the chunk's log-decays.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: arith.cmpi ule
+// M_ij (j < i): exp only of the selected difference G_i − G_j.
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x16xf32>)
+// CHECK: arith.cmpi ult
+// CHECK: %[[D:.*]] = arith.subf
+// CHECK: %[[S:.*]] = arith.select %{{.*}}, %[[D]], %{{.*}} : f32
+// CHECK: math.exp %[[S]]
+// Forward substitution, one row of U per iteration.
+// CHECK: scf.for {{.*}} -> (tensor<16x6xf32>)
+// CHECK: arith.subf
+// CHECK: tensor.insert_slice {{.*}} : tensor<6xf32> into tensor<16x6xf32>
+// Scores of the 2 query heads, causal (j <= i).
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16xf32>)
+// CHECK: arith.cmpi ule
+// CHECK: tensor.insert_slice {{.*}} : tensor<2x16x6xf32> into tensor<1x4x?x6xf32>
+// CHECK: scf.yield {{.*}} : tensor<1x4x?x6xf32>, tensor<8x6xf32>
+// The padded tokens are dropped from the output.
+// CHECK: tensor.extract_slice {{.*}} to tensor<1x4x?x6xf32>
+// CHECK-NOT: gated.linear_attention
+func.func @chunked(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x6xf32>, %g: tensor<1x2x?x8xf32>, %b: tensor<1x2x?x1xf32>, %s: tensor<1x2x8x6xf32>) -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>) {
+  %o, %f = gated.linear_attention gated_delta chunked %q, %k, %v decay(%g : tensor<1x2x?x8xf32>) beta(%b : tensor<1x2x?x1xf32>) state(%s : tensor<1x2x8x6xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x6xf32> -> tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>
+  return %o, %f : tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>
+}
+
+// -----
+
+// Recurrent form: one iteration per token, the state decayed by exp(g_t),
+// the rank-1 write, the read by the query heads; f16 in, f32 inside.
+// CHECK-LABEL: func.func @recurrent
+// CHECK: arith.extf
+// (the loop over the one KV head folds away)
+// CHECK: scf.for {{.*}} -> (tensor<?x2x?x4xf32>, tensor<2x1x4x4xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<?x2x?x4xf32>, tensor<4x4xf32>)
+// CHECK: math.exp
+// CHECK: tensor.insert_slice {{.*}} : tensor<2x4xf32> into tensor<?x2x?x4xf32>
+// CHECK: arith.truncf
+func.func @recurrent(%q: tensor<2x2x?x4xf16>, %g: tensor<2x1x?x1xf16>) -> (tensor<2x2x?x4xf16>, tensor<2x1x4x4xf16>) {
+  %k = tensor.extract_slice %q[0, 0, 0, 0] [2, 1, 5, 4] [1, 1, 1, 1] : tensor<2x2x?x4xf16> to tensor<2x1x5x4xf16>
+  %kc = tensor.cast %k : tensor<2x1x5x4xf16> to tensor<2x1x?x4xf16>
+  %o, %f = gated.linear_attention gated recurrent %q, %kc, %kc decay(%g : tensor<2x1x?x1xf16>) {scale = 0.5 : f32} : tensor<2x2x?x4xf16>, tensor<2x1x?x4xf16>, tensor<2x1x?x4xf16> -> tensor<2x2x?x4xf16>, tensor<2x1x4x4xf16>
+  return %o, %f : tensor<2x2x?x4xf16>, tensor<2x1x4x4xf16>
+}
+
+// -----
+
+func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
+  // expected-error @+1 {{'gated.linear_attention' op cannot be lowered: head counts and head dims must be static}}
+  %o, %f = gated.linear_attention linear recurrent %q, %q, %q {scale = 0.5 : f32} : tensor<1x?x8x4xf32>, tensor<1x?x8x4xf32>, tensor<1x?x8x4xf32> -> tensor<1x?x8x4xf32>, tensor<1x?x4x4xf32>
+  return %o : tensor<1x?x8x4xf32>
+}
