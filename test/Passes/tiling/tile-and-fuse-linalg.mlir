@@ -1,0 +1,90 @@
+// RUN: gatec-opt %s --tile-and-fuse-linalg --canonicalize --cse | FileCheck %s
+// RUN: gatec-opt %s --tile-and-fuse-linalg=rows=4 | FileCheck %s --check-prefix=ROWS
+
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+
+// A GEMM and its sigmoid-multiply epilogue (a G5 gate) become one loop over
+// row blocks: the GEMM is computed tile by tile inside it, never whole.
+// CHECK-LABEL: func.func @gemm_epilogue
+// CHECK:         scf.forall (%[[I:.*]]) = (0) to (64) step (8)
+// CHECK:           linalg.fill
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK:             arith.negf
+// CHECK:             math.exp
+// CHECK:           tensor.parallel_insert_slice
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+// ROWS-LABEL: func.func @gemm_epilogue
+// ROWS:         scf.forall ({{.*}}) = (0) to (64) step (4)
+func.func @gemm_epilogue(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>,
+                         %g: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %y = linalg.generic {indexing_maps = [#mk, #kn, #mn],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%y, %g : tensor<64x16xf32>, tensor<64x16xf32>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %n = arith.negf %b : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %one, %x1 : f32
+    %s = arith.divf %a, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  return %r : tensor<64x16xf32>
+}
+
+// A producer used twice is not fused (it would be computed twice): each op
+// gets its own loop, and dynamic row counts work.
+// CHECK-LABEL: func.func @shared_producer
+// CHECK:         %[[P:.*]] = scf.forall
+// CHECK:         scf.forall
+// CHECK:           %[[S:.*]] = tensor.extract_slice %[[P]]
+// CHECK:           ins(%[[S]], %[[S]] :
+func.func @shared_producer(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%n) : tensor<?x8xf32>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %v = math.tanh %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %t : tensor<?x8xf32>, tensor<?x8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// One parallel dimension: left alone.
+// CHECK-LABEL: func.func @vector
+// CHECK-NOT:     scf.forall
+// CHECK:         linalg.generic
+func.func @vector(%x: tensor<128xf32>) -> tensor<128xf32> {
+  %e = tensor.empty() : tensor<128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      ins(%x : tensor<128xf32>) outs(%e : tensor<128xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<128xf32>
+  return %r : tensor<128xf32>
+}
