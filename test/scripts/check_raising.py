@@ -66,6 +66,13 @@ EXPECTED = {
     "rezero_block": ["residual rezero"],
     "layerscale_block": ["residual layerscale"],
     "onnx_rmsnorm23": ["rms_norm"],
+    # Three Gated DeltaNet layers (LinearAttention-27) and a G1-gated
+    # attention layer; 7 RMSNorms (4 pre-norms, 3 gated RMSNorms per head).
+    # Each causal-conv tap added as acc + w_i ⊙ x_shifted has the LayerScale
+    # form x + γ⊙y and is raised as such (3 taps in each of 3 layers; the
+    # same maths).
+    "hybrid_qwen3next": ["linear_attention"] * 3 + [G1("sigmoid", "elementwise")]
+                        + ["rms_norm"] * 7 + ["residual layerscale"] * 9,
 }
 # Gate arithmetic that stays as onnx ops, and why.
 LEFTOVER = {
@@ -76,6 +83,9 @@ LEFTOVER = {
     # Flamingo's feed-forward uses an erf GELU without a gate.
     "flamingo_xattn": {"Erf": 1},
     "flamingo_xattn_dyn": {"Erf": 1},
+    # Per Gated DeltaNet layer: SiLU after the conv, β = sigmoid(b), SiLU of
+    # the output gate z (gated RMSNorm), all outside gated.linear_attention.
+    "hybrid_qwen3next": {"Sigmoid": 9},
 }
 
 

@@ -33,7 +33,8 @@ TOOLS = {
     "mlir_runner": os.path.join(LLVM, "bin", "mlir-runner"),
 }
 PIPELINE = [
-    "--convert-gated-to-linalg", "--convert-onnx-to-linalg",
+    "--convert-linear-attention-to-loops", "--convert-gated-to-linalg",
+    "--convert-onnx-to-linalg",
     "--one-shot-bufferize=bufferize-function-boundaries",
     "--convert-linalg-to-loops", "--memref-expand", "--expand-strided-metadata",
     "--lower-affine",
