@@ -128,14 +128,24 @@ LogicalResult reduceShape(Operation *op, Value data, Value axesV, bool keepdims,
     axes = SmallVector<int64_t>();
   else
     axes = getConstantInts(axesV);
+  // Axes known at run time only: their number may be known from the type.
+  auto axesT = dyn_cast<RankedTensorType>(axesV.getType());
+  int64_t nAxes = axesT && axesT.getRank() == 1 ? axesT.getDimSize(0) : kDyn;
+  if (!axes && nAxes == 0)
+    axes = SmallVector<int64_t>();
   if (!s) {
     r.push_back(UnrankedTensorType::get(e));
     return success();
   }
   int64_t rank = s->size();
   if (!axes) {
-    if (keepdims) {
-      r.push_back(RankedTensorType::get(Shape(rank, kDyn), e));
+    if (keepdims) { // unit dims stay 1, others are 1 or kept
+      Shape out;
+      for (int64_t d : *s)
+        out.push_back(d == 1 ? 1 : kDyn);
+      r.push_back(RankedTensorType::get(out, e));
+    } else if (nAxes != kDyn && nAxes <= rank) { // distinct axes
+      r.push_back(RankedTensorType::get(Shape(rank - nAxes, kDyn), e));
     } else {
       r.push_back(UnrankedTensorType::get(e));
     }

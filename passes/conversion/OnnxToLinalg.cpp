@@ -44,6 +44,29 @@ using Body = function_ref<Value(ImplicitLocOpBuilder &, ValueRange)>;
 
 bool isFloat(Type t) { return isa<FloatType>(t); }
 
+/// Unsigned integers (ui8 ... ui64) are kept in tensor types, as ONNX types
+/// them, but arith computes on signless integers: scalars cross over with
+/// unrealized casts (which fold away in pairs and are no-ops in LLVM), and
+/// the ops that depend on signedness pick their unsigned form.
+bool isUnsignedInt(Type t) {
+  auto i = dyn_cast<IntegerType>(t);
+  return i && i.isUnsigned();
+}
+Type signless(Type t) {
+  if (isUnsignedInt(t))
+    return IntegerType::get(t.getContext(), t.getIntOrFloatBitWidth());
+  return t;
+}
+Value castScalar(ImplicitLocOpBuilder &b, Value v, Type to) {
+  if (v.getType() == to)
+    return v;
+  return UnrealizedConversionCastOp::create(b, TypeRange{to}, ValueRange{v})
+      .getResult(0);
+}
+Value toSignless(ImplicitLocOpBuilder &b, Value v) {
+  return castScalar(b, v, signless(v.getType()));
+}
+
 /// The type a float reduction or contraction accumulates in: f32 for
 /// narrower floats, the element type otherwise.
 Type accType(Type e) {
@@ -62,7 +85,19 @@ TypedAttr scalarAttr(Builder &b, Type t, double v) {
 }
 
 Value scalar(ImplicitLocOpBuilder &b, Type t, double v) {
-  return arith::ConstantOp::create(b, scalarAttr(b, t, v));
+  Value c = arith::ConstantOp::create(b, scalarAttr(b, signless(t), v));
+  return castScalar(b, c, t);
+}
+
+/// An arith.constant of a scalar attribute of any int/float type.
+Value constant(ImplicitLocOpBuilder &b, TypedAttr a) {
+  if (auto i = dyn_cast<IntegerAttr>(a); i && isUnsignedInt(i.getType()))
+    return castScalar(
+        b,
+        arith::ConstantOp::create(
+            b, b.getIntegerAttr(signless(i.getType()), i.getValue())),
+        i.getType());
+  return arith::ConstantOp::create(b, a);
 }
 
 /// The identity of max (-inf or the smallest integer) / of min.
@@ -72,17 +107,28 @@ TypedAttr extremeAttr(Builder &b, Type t, bool negative) {
   unsigned w = t.getIntOrFloatBitWidth();
   if (w == 1)
     return b.getIntegerAttr(t, negative ? 0 : 1);
+  if (isUnsignedInt(t))
+    return b.getIntegerAttr(t, negative ? APInt::getZero(w)
+                                        : APInt::getMaxValue(w));
   return b.getIntegerAttr(t, negative ? APInt::getSignedMinValue(w)
                                       : APInt::getSignedMaxValue(w));
 }
 
-/// ONNX Cast of one scalar between float, signed integer and bool types:
-/// float to integer truncates toward zero, anything to bool is `x != 0`,
-/// bool to a number is 0 or 1.
+/// ONNX Cast of one scalar between float, (un)signed integer and bool
+/// types: float to integer truncates toward zero, anything to bool is
+/// `x != 0`, bool to a number is 0 or 1, integers widen by the source's
+/// signedness.
 Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
-  Type from = v.getType();
-  if (from == to)
+  Type from0 = v.getType();
+  if (from0 == to)
     return v;
+  bool fu = isUnsignedInt(from0), tu = isUnsignedInt(to);
+  v = toSignless(b, v);
+  Type from = v.getType(), to0 = to;
+  to = signless(to);
+  auto done = [&](Value r) { return castScalar(b, r, to0); };
+  if (from == to)
+    return done(v);
   auto ff = dyn_cast<FloatType>(from), ft = dyn_cast<FloatType>(to);
   if (ff && ft) {
     if (ff.getWidth() == ft.getWidth()) // bf16 <-> f16
@@ -96,8 +142,9 @@ Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
     return arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v,
                                  scalar(b, from, 0));
   if (ff)
-    return arith::FPToSIOp::create(b, to, v);
-  if (ft && from.isInteger(1))
+    return done(tu ? (Value)arith::FPToUIOp::create(b, to, v)
+                   : (Value)arith::FPToSIOp::create(b, to, v));
+  if (ft && (from.isInteger(1) || fu))
     return arith::UIToFPOp::create(b, to, v);
   if (ft)
     return arith::SIToFPOp::create(b, to, v);
@@ -105,11 +152,11 @@ Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v,
                                  scalar(b, from, 0));
   unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
-  if (from.isInteger(1))
-    return arith::ExtUIOp::create(b, to, v);
+  if (from.isInteger(1) || (fu && wf < wt))
+    return done(arith::ExtUIOp::create(b, to, v));
   if (wf < wt)
-    return arith::ExtSIOp::create(b, to, v);
-  return arith::TruncIOp::create(b, to, v);
+    return done(arith::ExtSIOp::create(b, to, v));
+  return done(arith::TruncIOp::create(b, to, v));
 }
 
 /// Applies `f` in f32 (or f64) to a float scalar, converting narrower types
@@ -185,6 +232,15 @@ Value floatUnary(Operation *op, ImplicitLocOpBuilder &b, Value x) {
             arith::MulFOp::create(b, c(g.getAlpha().convertToDouble()), x);
         return arith::SelectOp::create(b, neg, ax, x);
       })
+      .Case([&](onnx::SignOp) {
+        // 1, -1, or x itself (0, -0 and NaN).
+        Value pos =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, c(0.0));
+        Value neg =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, c(0.0));
+        return arith::SelectOp::create(
+            b, pos, c(1.0), arith::SelectOp::create(b, neg, c(-1.0), x));
+      })
       .Case([&](onnx::HardSigmoidOp g) {
         Value v = arith::AddFOp::create(
             b, arith::MulFOp::create(b, c(g.getAlpha().convertToDouble()), x),
@@ -195,52 +251,109 @@ Value floatUnary(Operation *op, ImplicitLocOpBuilder &b, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
-/// The maths of a unary op on a signed integer scalar, or null.
-Value intUnary(Operation *op, ImplicitLocOpBuilder &b, Value x) {
+/// The maths of a unary op on an integer scalar, or null.
+Value intUnary(Operation *op, ImplicitLocOpBuilder &b, Value x0) {
+  Type t = x0.getType();
+  bool u = isUnsignedInt(t);
+  Value x = toSignless(b, x0);
   Value zero = scalar(b, x.getType(), 0);
-  return TypeSwitch<Operation *, Value>(op)
-      .Case([&](onnx::NegOp) { return arith::SubIOp::create(b, zero, x); })
-      .Case([&](onnx::AbsOp) { return math::AbsIOp::create(b, x); })
-      .Case([&](onnx::ReluOp) { return arith::MaxSIOp::create(b, x, zero); })
-      .Default([](Operation *) { return Value(); });
+  Value r =
+      TypeSwitch<Operation *, Value>(op)
+          .Case([&](onnx::NegOp) { return arith::SubIOp::create(b, zero, x); })
+          .Case([&](onnx::AbsOp) -> Value {
+            if (u)
+              return x;
+            return math::AbsIOp::create(b, x);
+          })
+          .Case([&](onnx::ReluOp) -> Value {
+            if (u)
+              return x;
+            return arith::MaxSIOp::create(b, x, zero);
+          })
+          .Case([&](onnx::SignOp) -> Value {
+            Type e = x.getType();
+            Value pos = arith::CmpIOp::create(
+                b, u ? arith::CmpIPredicate::ne : arith::CmpIPredicate::sgt, x,
+                zero);
+            Value neg =
+                arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, zero);
+            Value s = arith::SelectOp::create(b, pos, scalar(b, e, 1), zero);
+            if (u)
+              return s;
+            return arith::SelectOp::create(b, neg, scalar(b, e, -1), s);
+          })
+          .Default([](Operation *) { return Value(); });
+  return r ? castScalar(b, r, t) : r;
+}
+
+/// max / min of two scalars of one float, signed or unsigned type.
+Value maxOf(ImplicitLocOpBuilder &b, Value x, Value y) {
+  Type t = x.getType();
+  if (isFloat(t))
+    return arith::MaximumFOp::create(b, x, y);
+  if (t.isInteger(1))
+    return arith::OrIOp::create(b, x, y);
+  if (isUnsignedInt(t))
+    return castScalar(
+        b, arith::MaxUIOp::create(b, toSignless(b, x), toSignless(b, y)), t);
+  return arith::MaxSIOp::create(b, x, y);
+}
+Value minOf(ImplicitLocOpBuilder &b, Value x, Value y) {
+  Type t = x.getType();
+  if (isFloat(t))
+    return arith::MinimumFOp::create(b, x, y);
+  if (t.isInteger(1))
+    return arith::AndIOp::create(b, x, y);
+  if (isUnsignedInt(t))
+    return castScalar(
+        b, arith::MinUIOp::create(b, toSignless(b, x), toSignless(b, y)), t);
+  return arith::MinSIOp::create(b, x, y);
+}
+
+Value addOf(ImplicitLocOpBuilder &b, Value x, Value y) {
+  Type t = x.getType();
+  if (isFloat(t))
+    return arith::AddFOp::create(b, x, y);
+  return castScalar(
+      b, arith::AddIOp::create(b, toSignless(b, x), toSignless(b, y)), t);
 }
 
 /// Add/Sub/Mul/Div/Max/Min/Sum of two scalars of one type; integer Div
-/// truncates toward zero (C semantics, as onnxruntime).
-Value binary(Operation *op, ImplicitLocOpBuilder &b, Value x, Value y) {
-  bool f = isFloat(x.getType());
-  return TypeSwitch<Operation *, Value>(op)
-      .Case<onnx::AddOp, onnx::SumOp>([&](Operation *) -> Value {
-        if (f)
-          return arith::AddFOp::create(b, x, y);
-        return arith::AddIOp::create(b, x, y);
-      })
-      .Case([&](onnx::SubOp) -> Value {
-        if (f)
-          return arith::SubFOp::create(b, x, y);
-        return arith::SubIOp::create(b, x, y);
-      })
-      .Case([&](onnx::MulOp) -> Value {
-        if (f)
-          return arith::MulFOp::create(b, x, y);
-        return arith::MulIOp::create(b, x, y);
-      })
-      .Case([&](onnx::DivOp) -> Value {
-        if (f)
-          return arith::DivFOp::create(b, x, y);
-        return arith::DivSIOp::create(b, x, y);
-      })
-      .Case([&](onnx::MaxOp) -> Value {
-        if (f)
-          return arith::MaximumFOp::create(b, x, y);
-        return arith::MaxSIOp::create(b, x, y);
-      })
-      .Case([&](onnx::MinOp) -> Value {
-        if (f)
-          return arith::MinimumFOp::create(b, x, y);
-        return arith::MinSIOp::create(b, x, y);
-      })
-      .Default([](Operation *) { return Value(); });
+/// truncates toward zero (C semantics, as onnxruntime), unsigned integers
+/// divide, compare and wrap unsigned.
+Value binary(Operation *op, ImplicitLocOpBuilder &b, Value x0, Value y0) {
+  Type t = x0.getType();
+  if (isa<onnx::MaxOp>(op))
+    return maxOf(b, x0, y0);
+  if (isa<onnx::MinOp>(op))
+    return minOf(b, x0, y0);
+  bool f = isFloat(t), u = isUnsignedInt(t);
+  Value x = toSignless(b, x0), y = toSignless(b, y0);
+  Value r = TypeSwitch<Operation *, Value>(op)
+                .Case<onnx::AddOp, onnx::SumOp>([&](Operation *) -> Value {
+                  if (f)
+                    return arith::AddFOp::create(b, x, y);
+                  return arith::AddIOp::create(b, x, y);
+                })
+                .Case([&](onnx::SubOp) -> Value {
+                  if (f)
+                    return arith::SubFOp::create(b, x, y);
+                  return arith::SubIOp::create(b, x, y);
+                })
+                .Case([&](onnx::MulOp) -> Value {
+                  if (f)
+                    return arith::MulFOp::create(b, x, y);
+                  return arith::MulIOp::create(b, x, y);
+                })
+                .Case([&](onnx::DivOp) -> Value {
+                  if (f)
+                    return arith::DivFOp::create(b, x, y);
+                  if (u)
+                    return arith::DivUIOp::create(b, x, y);
+                  return arith::DivSIOp::create(b, x, y);
+                })
+                .Default([](Operation *) { return Value(); });
+  return r ? castScalar(b, r, t) : r;
 }
 
 /// ONNX Pow: the result has the base's type. Float bases compute in f32
@@ -279,7 +392,9 @@ Value compare(Operation *op, ImplicitLocOpBuilder &b, Value x, Value y) {
                       });
   if (isFloat(x.getType()))
     return arith::CmpFOp::create(b, fp, x, y);
-  if (x.getType().isInteger(1) && ip != IP::eq) // bools compare unsigned
+  bool u = x.getType().isInteger(1) || isUnsignedInt(x.getType());
+  x = toSignless(b, x), y = toSignless(b, y);
+  if (u && ip != IP::eq) // bools and unsigned integers compare unsigned
     ip = ip == IP::slt   ? IP::ult
          : ip == IP::sle ? IP::ule
          : ip == IP::sgt ? IP::ugt
@@ -425,7 +540,7 @@ struct Lowerer {
     return tensor::EmptyOp::create(b, t, dyn);
   }
   Value filled(RankedTensorType t, ArrayRef<OpFoldResult> sizes, TypedAttr v) {
-    Value c = arith::ConstantOp::create(b, v);
+    Value c = constant(b, v);
     return linalg::FillOp::create(b, ValueRange{c}, ValueRange{empty(t, sizes)})
         .getResult(0);
   }
@@ -645,16 +760,11 @@ std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank) {
 // Element-wise ops
 //===----------------------------------------------------------------------===//
 
-bool isUnsigned(Type t) {
-  auto i = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
-  return i && !i.isSignless();
-}
-
 LogicalResult lowerUnary(Operation *op, Lowerer &l) {
   RankedTensorType t = l.resultType();
   Type e = t.getElementType();
   bool f = isFloat(e);
-  if (!f && !isa<onnx::NegOp, onnx::AbsOp, onnx::ReluOp>(op))
+  if (!f && !isa<onnx::NegOp, onnx::AbsOp, onnx::ReluOp, onnx::SignOp>(op))
     return l.fail("integer operands");
   return l.done(
       l.elementwise(t, {l.in[0]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
@@ -711,7 +821,7 @@ LogicalResult lower(onnx::WhereOp op, Lowerer &l) {
                               }));
 }
 
-LogicalResult lower(onnx::CastOp op, Lowerer &l) {
+LogicalResult lowerCast(Lowerer &l) {
   RankedTensorType t = l.resultType();
   Type to = t.getElementType();
   if (!to.isIntOrFloat() || !l.typeOf(l.in[0]).getElementType().isIntOrFloat())
@@ -722,6 +832,69 @@ LogicalResult lower(onnx::CastOp op, Lowerer &l) {
       }));
 }
 
+LogicalResult lower(onnx::CastOp, Lowerer &l) { return lowerCast(l); }
+LogicalResult lower(onnx::CastLikeOp, Lowerer &l) { return lowerCast(l); }
+
+LogicalResult lower(onnx::IsInfOp op, Lowerer &l) {
+  bool pos = op.getDetectPositive() != 0, neg = op.getDetectNegative() != 0;
+  return l.done(l.elementwise(
+      l.resultType(), {l.in[0]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value x = a[0];
+        auto ft = cast<FloatType>(x.getType());
+        auto inf = [&](bool negative) {
+          return arith::ConstantOp::create(
+              b, b.getFloatAttr(
+                     ft, APFloat::getInf(ft.getFloatSemantics(), negative)));
+        };
+        Value r = scalar(b, b.getI1Type(), 0);
+        if (pos)
+          r = arith::OrIOp::create(
+              b, r,
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x,
+                                    inf(false)));
+        if (neg)
+          r = arith::OrIOp::create(
+              b, r,
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x,
+                                    inf(true)));
+        return r;
+      }));
+}
+
+LogicalResult lower(onnx::IsNaNOp, Lowerer &l) {
+  return l.done(l.elementwise(
+      l.resultType(), {l.in[0]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        return arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, a[0], a[0]);
+      }));
+}
+
+/// Dropout in inference (training_mode absent or false): the identity, the
+/// mask all true. In training mode only a ratio of 0 is deterministic.
+LogicalResult lower(onnx::DropoutOp op, Lowerer &l) {
+  bool training = false;
+  if (l.in[2]) {
+    auto t = onnx::getConstantInts(op.getTrainingMode());
+    if (!t || t->size() != 1)
+      return l.fail("a training_mode known only at run time (random "
+                    "dropout is not supported)");
+    training = (*t)[0] != 0;
+  }
+  if (training) {
+    auto ratio = l.in[1] ? onnx::getConstantDoubles(op.getRatio())
+                         : std::optional<SmallVector<double>>();
+    if (!ratio || ratio->size() != 1 || (*ratio)[0] != 0.0)
+      return l.fail("training mode (random dropout) without a constant "
+                    "ratio of 0");
+  }
+  l.out.push_back(l.in[0]);
+  if (l.op->getNumResults() > 1) {
+    RankedTensorType mt = l.resultType(1);
+    l.out.push_back(mt ? l.filled(mt, l.dims(l.in[0]), l.b.getBoolAttr(true))
+                       : Value());
+  }
+  return success();
+}
+
 LogicalResult lower(onnx::ClipOp op, Lowerer &l) {
   RankedTensorType t = l.resultType();
   bool hasMin = (bool)l.in[1], hasMax = (bool)l.in[2];
@@ -730,16 +903,13 @@ LogicalResult lower(onnx::ClipOp op, Lowerer &l) {
     ins.push_back(l.in[1]);
   if (hasMax)
     ins.push_back(l.in[2]);
-  bool f = isFloat(t.getElementType());
   return l.done(
       l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
         Value x = a[0];
         if (hasMin)
-          x = f ? (Value)arith::MaximumFOp::create(b, x, a[1])
-                : (Value)arith::MaxSIOp::create(b, x, a[1]);
+          x = maxOf(b, x, a[1]);
         if (hasMax)
-          x = f ? (Value)arith::MinimumFOp::create(b, x, a.back())
-                : (Value)arith::MinSIOp::create(b, x, a.back());
+          x = minOf(b, x, a.back());
         return x;
       }));
 }
@@ -764,7 +934,8 @@ void batchExprs(Lowerer &l, RankedTensorType t, int64_t n, int64_t nb,
 /// A contraction over the loops [0, nLoops), the first `out.getRank()`
 /// parallel: out += Π ins, accumulated in accType(element type).
 Value contract(Lowerer &l, RankedTensorType out, ArrayRef<OpFoldResult> sizes,
-               ValueRange ins, ArrayRef<AffineMap> maps, int64_t nLoops) {
+               ValueRange ins, ArrayRef<AffineMap> maps, int64_t nLoops,
+               bool keepAcc = false) {
   Type e = out.getElementType(), acc = accType(e);
   auto accT = RankedTensorType::get(out.getShape(), acc);
   Value init = l.filled(accT, sizes, scalarAttr(l.b, acc, 0));
@@ -779,17 +950,18 @@ Value contract(Lowerer &l, RankedTensorType out, ArrayRef<OpFoldResult> sizes,
       l.b, TypeRange{accT}, ins, ValueRange{init}, all, it,
       [&](OpBuilder &nb, Location loc, ValueRange a) {
         ImplicitLocOpBuilder ib(loc, nb);
-        Value p = convert(ib, a[0], acc);
+        auto in = [&](Value v) { return toSignless(ib, convert(ib, v, acc)); };
+        Value p = in(a[0]);
         for (Value v : a.drop_front().drop_back())
-          p = isFloat(acc)
-                  ? (Value)arith::MulFOp::create(ib, p, convert(ib, v, acc))
-                  : (Value)arith::MulIOp::create(ib, p, convert(ib, v, acc));
-        Value s = isFloat(acc) ? (Value)arith::AddFOp::create(ib, a.back(), p)
-                               : (Value)arith::AddIOp::create(ib, a.back(), p);
-        linalg::YieldOp::create(ib, s);
+          p = isFloat(acc) ? (Value)arith::MulFOp::create(ib, p, in(v))
+                           : (Value)arith::MulIOp::create(ib, p, in(v));
+        Value o = toSignless(ib, a.back());
+        Value s = isFloat(acc) ? (Value)arith::AddFOp::create(ib, o, p)
+                               : (Value)arith::AddIOp::create(ib, o, p);
+        linalg::YieldOp::create(ib, castScalar(ib, s, acc));
       });
   Value r = g.getResult(0);
-  if (acc == e)
+  if (acc == e || keepAcc)
     return r;
   return l.elementwise(out, {r}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
     return convert(b, a[0], e);
@@ -835,6 +1007,52 @@ LogicalResult lower(onnx::MatMulOp op, Lowerer &l) {
       l, rt, l.sizesOf(rt, sizes), {a, bm},
       {AffineMap::get(r + 1, 0, ae, ctx), AffineMap::get(r + 1, 0, be, ctx)},
       r + 1));
+}
+
+/// Gemm: Y = alpha * A' B' + beta * C (A', B' transposed where asked, C
+/// broadcast to [M, N]); the product accumulates in accType. Integer Gemms
+/// with alpha or beta other than 1 scale in f64 and truncate (as numpy's
+/// astype of the reference).
+LogicalResult lower(onnx::GemmOp op, Lowerer &l) {
+  Value a = l.in[0], bm = l.in[1], c = l.in[2];
+  RankedTensorType rt = l.resultType();
+  if (l.rankOf(a) != 2 || l.rankOf(bm) != 2 || rt.getRank() != 2)
+    return l.fail("A, B or Y not of rank 2");
+  bool ta = op.getTransA() != 0, tb = op.getTransB() != 0;
+  MLIRContext *ctx = l.b.getContext();
+  AffineExpr m = l.b.getAffineDimExpr(0), n = l.b.getAffineDimExpr(1),
+             k = l.b.getAffineDimExpr(2);
+  AffineMap am =
+      AffineMap::get(3, 0, ta ? ArrayRef{k, m} : ArrayRef{m, k}, ctx);
+  AffineMap bmap =
+      AffineMap::get(3, 0, tb ? ArrayRef{n, k} : ArrayRef{k, n}, ctx);
+  SmallVector<OpFoldResult> sizes{l.dim(a, ta ? 1 : 0), l.dim(bm, tb ? 0 : 1)};
+  Value ab =
+      contract(l, rt, l.sizesOf(rt, sizes), {a, bm}, {am, bmap}, 3, true);
+  double alpha = op.getAlpha().convertToDouble(),
+         beta = op.getBeta().convertToDouble();
+  Type e = rt.getElementType(), acc = accType(e);
+  bool f = isFloat(acc);
+  Type sc = f ? acc : l.b.getF64Type(); // the type alpha and beta scale in
+  bool scaled = alpha != 1.0 || (c && beta != 1.0);
+  SmallVector<Value> ins{ab};
+  if (c)
+    ins.push_back(c);
+  return l.done(
+      l.elementwise(rt, ins, [&](ImplicitLocOpBuilder &b, ValueRange v) {
+        if (!f && !scaled) // integers: exact
+          return convert(b, c ? addOf(b, v[0], v[1]) : v[0], e);
+        Value y = convert(b, v[0], sc);
+        if (alpha != 1.0)
+          y = arith::MulFOp::create(b, scalar(b, sc, alpha), y);
+        if (c) {
+          Value cv = convert(b, v[1], sc);
+          if (beta != 1.0)
+            cv = arith::MulFOp::create(b, scalar(b, sc, beta), cv);
+          y = arith::AddFOp::create(b, y, cv);
+        }
+        return convert(b, y, e);
+      }));
 }
 
 /// An einsum equation without ellipsis: one term per input, the output term.
@@ -925,14 +1143,22 @@ std::optional<SmallVector<int64_t>> reduceAxes(OpT op, Lowerer &l) {
   if (!l.in[1])
     return op.getNoopWithEmptyAxes() ? SmallVector<int64_t>{} : all;
   auto axes = constantAxes(op.getAxes(), r);
+  if (!axes && l.typeOf(l.in[1]).getShape() == ArrayRef<int64_t>{0})
+    axes = SmallVector<int64_t>{}; // no axes, known from the type
   if (axes && axes->empty() && !op.getNoopWithEmptyAxes())
     return all;
   return axes;
 }
 
 /// One step of a Reduce* op: the accumulator combined with an element.
-Value reduceStep(Operation *op, ImplicitLocOpBuilder &b, Value acc, Value v) {
-  bool f = isFloat(acc.getType());
+Value reduceStep(Operation *op, ImplicitLocOpBuilder &b, Value acc0, Value v0) {
+  if (isa<onnx::ReduceMaxOp>(op))
+    return maxOf(b, acc0, v0);
+  if (isa<onnx::ReduceMinOp>(op))
+    return minOf(b, acc0, v0);
+  Type t = acc0.getType();
+  bool f = isFloat(t);
+  Value acc = toSignless(b, acc0), v = toSignless(b, v0);
   auto add = [&](Value x, Value y) -> Value {
     if (f)
       return arith::AddFOp::create(b, x, y);
@@ -943,20 +1169,28 @@ Value reduceStep(Operation *op, ImplicitLocOpBuilder &b, Value acc, Value v) {
       return arith::MulFOp::create(b, x, y);
     return arith::MulIOp::create(b, x, y);
   };
-  return TypeSwitch<Operation *, Value>(op)
-      .Case([&](onnx::ReduceMaxOp) -> Value {
-        if (f)
-          return arith::MaximumFOp::create(b, acc, v);
-        return arith::MaxSIOp::create(b, acc, v);
-      })
-      .Case([&](onnx::ReduceMinOp) -> Value {
-        if (f)
-          return arith::MinimumFOp::create(b, acc, v);
-        return arith::MinSIOp::create(b, acc, v);
-      })
-      .Case([&](onnx::ReduceProdOp) { return mul(acc, v); })
-      .Case([&](onnx::ReduceL2Op) { return add(acc, mul(v, v)); })
-      .Default([&](Operation *) { return add(acc, v); });
+  Value r = TypeSwitch<Operation *, Value>(op)
+                .Case([&](onnx::ReduceProdOp) { return mul(acc, v); })
+                .Case([&](onnx::ReduceL2Op) { return add(acc, mul(v, v)); })
+                .Default([&](Operation *) { return add(acc, v); });
+  return castScalar(b, r, t);
+}
+
+/// The final value of a Reduce* op from its accumulator: the mean divides
+/// by the count `n` (of the accumulator's type), L2 takes the root.
+Value reduceFinish(Operation *op, ImplicitLocOpBuilder &b, Value v, Value n) {
+  Type t = v.getType();
+  if (isa<onnx::ReduceMeanOp>(op)) {
+    if (isFloat(t))
+      return arith::DivFOp::create(b, v, n);
+    Value q = isUnsignedInt(t) ? (Value)arith::DivUIOp::create(
+                                     b, toSignless(b, v), toSignless(b, n))
+                               : (Value)arith::DivSIOp::create(b, v, n);
+    return castScalar(b, q, t);
+  }
+  if (isa<onnx::ReduceL2Op>(op))
+    return math::SqrtOp::create(b, v);
+  return v;
 }
 
 TypedAttr reduceInit(Operation *op, Builder &b, Type acc) {
@@ -967,15 +1201,141 @@ TypedAttr reduceInit(Operation *op, Builder &b, Type acc) {
   return scalarAttr(b, acc, isa<onnx::ReduceProdOp>(op) ? 1 : 0);
 }
 
+/// A Reduce* op whose axes come at run time. A flag per input dim says
+/// whether the axes name it; the result with the reduced dims kept as 1s
+/// is a generic over its elements whose body loops over the elements of
+/// the reduced dims (extent: the input dim where flagged, 1 elsewhere, so
+/// the input index is the output index plus the loop's). Without keepdims
+/// that result is reshaped to the kept dims, whose number the result type
+/// gives.
+template <typename OpT> LogicalResult lowerReduceDynamic(OpT op, Lowerer &l) {
+  Value x = l.in[0], axesT = l.in[1];
+  RankedTensorType xt = l.typeOf(x), rt = l.resultType();
+  int64_t r = xt.getRank();
+  if (l.rankOf(axesT) != 1)
+    return l.fail("axes that are not a 1-D tensor");
+  bool keep = op.getKeepdims(), noop = op.getNoopWithEmptyAxes();
+  if (keep ? rt.getRank() != r : rt.getRank() > r)
+    return l.fail("a result rank that does not fit the input rank");
+  Operation *o = op.getOperation();
+  Type e = rt.getElementType(), acc = accType(e);
+  if (isa<onnx::ReduceL2Op>(o) && !isFloat(acc))
+    return l.fail("integer ReduceL2");
+  ImplicitLocOpBuilder &b = l.b;
+  Type idxT = b.getIndexType();
+  auto cidx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value zero = cidx(0), one = cidx(1), n = l.val(l.dim(axesT, 0));
+  SmallVector<Value> init(r, scalar(b, b.getI1Type(), 0));
+  auto flags = scf::ForOp::create(
+      b, zero, n, one, init,
+      [&](OpBuilder &nb, Location loc, Value i, ValueRange f) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value a = arith::IndexCastOp::create(
+            ib, idxT, tensor::ExtractOp::create(ib, axesT, i));
+        Value neg =
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, a,
+                                  arith::ConstantIndexOp::create(ib, 0));
+        a = arith::SelectOp::create(
+            ib, neg,
+            arith::AddIOp::create(ib, a, arith::ConstantIndexOp::create(ib, r)),
+            a);
+        SmallVector<Value> nf;
+        for (int64_t d = 0; d < r; ++d)
+          nf.push_back(arith::OrIOp::create(
+              ib, f[d],
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, a,
+                                    arith::ConstantIndexOp::create(ib, d))));
+        scf::YieldOp::create(ib, nf);
+      });
+  SmallVector<Value> flag(flags.getResults());
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, n, zero);
+  if (!noop) // no axes: all of them
+    for (Value &fd : flag)
+      fd = arith::OrIOp::create(b, fd, none);
+  SmallVector<Value> ext, inDims;
+  SmallVector<OpFoldResult> outSizes;
+  SmallVector<int64_t> keptShape;
+  Value count = one;
+  for (int64_t d = 0; d < r; ++d) {
+    Value dd = l.val(l.dim(x, d));
+    inDims.push_back(dd);
+    ext.push_back(arith::SelectOp::create(b, flag[d], dd, one));
+    outSizes.push_back(
+        OpFoldResult(arith::SelectOp::create(b, flag[d], one, dd).getResult()));
+    count = arith::MulIOp::create(b, count, ext[d]);
+    keptShape.push_back(xt.getDimSize(d) == 1 ? 1 : ShapedType::kDynamic);
+  }
+  Value cnt;
+  if (isa<onnx::ReduceMeanOp>(o))
+    cnt = convert(b, arith::IndexCastOp::create(b, b.getI64Type(), count), acc);
+  TypedAttr initAttr = reduceInit(o, b, acc);
+  auto keptT = RankedTensorType::get(keptShape, e);
+  Value red = l.generic(
+      keptT, outSizes, {}, {}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+        SmallVector<Value> oi;
+        for (int64_t d = 0; d < r; ++d)
+          oi.push_back(linalg::IndexOp::create(ib, d));
+        auto loop = scf::ForOp::create(
+            ib, zero, count, one, ValueRange{constant(ib, initAttr)},
+            [&](OpBuilder &nb, Location loc, Value k, ValueRange accs) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              SmallVector<Value> at(r);
+              Value rem = k;
+              for (int64_t d = r - 1; d >= 0; --d) {
+                Value kd = arith::RemUIOp::create(jb, rem, ext[d]);
+                rem = arith::DivUIOp::create(jb, rem, ext[d]);
+                at[d] = arith::AddIOp::create(jb, oi[d], kd);
+              }
+              Value v = tensor::ExtractOp::create(jb, x, at);
+              scf::YieldOp::create(
+                  jb, reduceStep(o, jb, accs[0], convert(jb, v, acc)));
+            });
+        return convert(ib, reduceFinish(o, ib, loop.getResult(0), cnt), e);
+      });
+  if (keep)
+    return l.done(l.castTo(red, rt));
+  int64_t R = rt.getRank();
+  if (R == 0) {
+    SmallVector<Value> at(r, zero);
+    Value v = tensor::ExtractOp::create(b, red, at);
+    return l.done(tensor::FromElementsOp::create(b, rt, v));
+  }
+  // Kept dim i is the input dim d that is the i-th not flagged.
+  SmallVector<Value> before; // not-flagged dims before d
+  Value c = zero;
+  for (int64_t d = 0; d < r; ++d) {
+    before.push_back(c);
+    c = arith::AddIOp::create(b, c,
+                              arith::SelectOp::create(b, flag[d], zero, one));
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < R; ++i) {
+    Value s = zero;
+    for (int64_t d = 0; d < r; ++d) {
+      Value is = arith::AndIOp::create(
+          b, arith::XOrIOp::create(b, flag[d], scalar(b, b.getI1Type(), 1)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, before[d],
+                                cidx(i)));
+      s = arith::SelectOp::create(b, is, inDims[d], s);
+    }
+    sizes.push_back(s);
+  }
+  auto dynT =
+      RankedTensorType::get(SmallVector<int64_t>(R, ShapedType::kDynamic), e);
+  return l.done(l.castTo(l.reshapeDynamic(red, dynT, sizes), rt));
+}
+
 template <typename OpT> LogicalResult lowerReduce(OpT op, Lowerer &l) {
   auto axes = reduceAxes(op, l);
   if (!axes)
-    return l.fail("non-constant axes");
+    return lowerReduceDynamic(op, l);
   Value x = l.in[0];
   RankedTensorType rt = l.resultType();
-  if (axes->empty())
-    return l.done(x);
   Operation *o = op.getOperation();
+  // No axes (noop_with_empty_axes): a reduction over none, as the ONNX
+  // reference computes it: x itself, |x| for L2.
+  if (axes->empty() && !isa<onnx::ReduceL2Op>(o))
+    return l.done(x);
   Type e = rt.getElementType(), acc = accType(e);
   bool f = isFloat(acc), mean = isa<onnx::ReduceMeanOp>(o),
        l2 = isa<onnx::ReduceL2Op>(o);
@@ -990,20 +1350,15 @@ template <typename OpT> LogicalResult lowerReduce(OpT op, Lowerer &l) {
   Value n = mean ? l.countOf(x, *axes, acc) : Value();
   auto redT = l.typeOf(red).clone(e);
   red = l.elementwise(redT, {red}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
-    Value v = a[0];
-    if (mean)
-      v = f ? (Value)arith::DivFOp::create(b, v, n)
-            : (Value)arith::DivSIOp::create(b, v, n);
-    if (l2)
-      v = math::SqrtOp::create(b, v);
-    return convert(b, v, e);
+    return convert(b, reduceFinish(o, b, a[0], n), e);
   });
-  if (!op.getKeepdims())
+  if (!op.getKeepdims() || axes->empty())
     return l.done(l.castTo(red, rt));
   SmallVector<bool> unit(rt.getRank(), false);
+  SmallVector<int64_t> shape(rt.getShape());
   for (int64_t a : *axes)
-    unit[a] = true;
-  return l.done(l.insertUnitDims(red, rt, unit));
+    unit[a] = true, shape[a] = 1;
+  return l.done(l.castTo(l.insertUnitDims(red, rt.clone(shape), unit), rt));
 }
 
 /// Softmax / LogSoftmax over one axis, in f32 (or f64).
@@ -1678,6 +2033,62 @@ LogicalResult lower(onnx::TriluOp op, Lowerer &l) {
       }));
 }
 
+/// CumSum along an axis that may come at run time: each output element
+/// sums its run of the axis ([0, i] forward, [i, n) reversed, without i
+/// itself when exclusive) in accType, in a loop of the generic's body.
+LogicalResult lower(onnx::CumSumOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank();
+  if (r == 0)
+    return l.fail("a scalar input");
+  if (l.typeOf(l.in[1]).getNumElements() != 1)
+    return l.fail("an axis that is not one element");
+  ImplicitLocOpBuilder &b = l.b;
+  Value a =
+      arith::IndexCastOp::create(b, b.getIndexType(), l.element(l.in[1], 0));
+  if (auto c = onnx::getConstantInts(op.getAxis()); c && !normAxis((*c)[0], r))
+    return l.fail("axis out of range");
+  Value zero = arith::ConstantIndexOp::create(b, 0),
+        one = arith::ConstantIndexOp::create(b, 1);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, zero);
+  a = arith::SelectOp::create(
+      b, neg, arith::AddIOp::create(b, a, arith::ConstantIndexOp::create(b, r)),
+      a);
+  SmallVector<Value> isAxis;
+  Value len = zero;
+  for (int64_t d = 0; d < r; ++d) {
+    isAxis.push_back(arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq, a, arith::ConstantIndexOp::create(b, d)));
+    len = arith::SelectOp::create(b, isAxis[d], l.val(l.dim(x, d)), len);
+  }
+  bool excl = op.getExclusive() != 0, rev = op.getReverse() != 0;
+  Type e = rt.getElementType(), acc = accType(e);
+  return l.done(l.generic(
+      rt, l.dims(x), {}, {}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+        SmallVector<Value> oi;
+        Value pos = zero;
+        for (int64_t d = 0; d < r; ++d) {
+          oi.push_back(linalg::IndexOp::create(ib, d));
+          pos = arith::SelectOp::create(ib, isAxis[d], oi[d], pos);
+        }
+        Value next = arith::AddIOp::create(ib, pos, one);
+        Value lo = rev ? (excl ? next : pos) : zero;
+        Value hi = rev ? len : (excl ? pos : next);
+        auto loop = scf::ForOp::create(
+            ib, lo, hi, one, ValueRange{scalar(ib, acc, 0)},
+            [&](OpBuilder &nb, Location loc, Value t, ValueRange s) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              SmallVector<Value> at;
+              for (int64_t d = 0; d < r; ++d)
+                at.push_back(arith::SelectOp::create(jb, isAxis[d], t, oi[d]));
+              Value v = tensor::ExtractOp::create(jb, x, at);
+              scf::YieldOp::create(jb, addOf(jb, s[0], convert(jb, v, acc)));
+            });
+        return convert(ib, loop.getResult(0), e);
+      }));
+}
+
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
@@ -1689,21 +2100,19 @@ LogicalResult lowerConstant(onnx::ConstantOp op, Lowerer &l) {
   return l.done(arith::ConstantOp::create(l.b, attr));
 }
 
-/// Whether every operand and result is a ranked tensor (or none) of
-/// signless element types (arith has no unsigned integers).
+/// Whether every operand and result is a ranked tensor (or none).
 LogicalResult checkTypes(Lowerer &l) {
   auto ok = [&](Type t) {
     if (isa<NoneType>(t))
       return true;
-    auto rt = dyn_cast<RankedTensorType>(t);
-    return rt && !isUnsigned(rt.getElementType());
+    return isa<RankedTensorType>(t);
   };
   for (Type t : l.op->getOperandTypes())
     if (!ok(t))
-      return l.fail("an unranked tensor or unsigned integers");
+      return l.fail("an unranked tensor");
   for (Type t : l.op->getResultTypes())
     if (!ok(t))
-      return l.fail("an unranked tensor or unsigned integers");
+      return l.fail("an unranked tensor");
   return success();
 }
 
@@ -1713,7 +2122,7 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       .Case([&](ConstantOp o) { return lowerConstant(o, l); })
       .Case<SqrtOp, ReciprocalOp, NegOp, AbsOp, ExpOp, LogOp, SigmoidOp, TanhOp,
             ReluOp, ErfOp, CosOp, SinOp, FloorOp, CeilOp, SoftplusOp, GeluOp,
-            LeakyReluOp, HardSigmoidOp>(
+            LeakyReluOp, HardSigmoidOp, SignOp>(
           [&](Operation *o) { return lowerUnary(o, l); })
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SumOp>(
           [&](Operation *o) { return lowerBinary(o, l); })
@@ -1738,7 +2147,8 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       })
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReduceL2Op>([&](auto o) { return lowerReduce(o, l); })
-      .Case<WhereOp, CastOp, ClipOp, MatMulOp, EinsumOp, ShapeOp, SizeOp,
+      .Case<WhereOp, CastOp, CastLikeOp, IsInfOp, IsNaNOp, DropoutOp, ClipOp,
+            MatMulOp, GemmOp, EinsumOp, CumSumOp, ShapeOp, SizeOp,
             ConstantOfShapeOp, RangeOp, ReshapeOp, FlattenOp, UnsqueezeOp,
             SqueezeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, ExpandOp,
             GatherOp, TileOp, TriluOp>([&](auto o) { return lower(o, l); })
@@ -1791,6 +2201,11 @@ LogicalResult replaceAndErase(ArrayRef<Operation *> ops, IRMapping &map) {
 
 struct ConvertOnnxToLinalgPass
     : conversion::impl::ConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    ConvertOnnxToLinalgBase::getDependentDialects(registry);
+    registry.insert<scf::SCFDialect>(); // loops of run-time axes
+  }
+
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {

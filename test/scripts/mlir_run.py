@@ -33,8 +33,7 @@ TOOLS = {
     "mlir_runner": os.path.join(LLVM, "bin", "mlir-runner"),
 }
 PIPELINE = [
-    "--convert-linear-attention-to-loops", "--convert-gated-to-linalg",
-    "--convert-onnx-to-linalg",
+    "--convert-linear-attention-to-loops", "--convert-gated-to-linalg", "--convert-onnx-to-linalg",
     "--one-shot-bufferize=bufferize-function-boundaries",
     "--convert-linalg-to-loops", "--memref-expand", "--expand-strided-metadata",
     "--lower-affine",
@@ -55,11 +54,18 @@ ELEMENTS = {
     "i16": (np.int16, "i64", "extsi"),
     "i8": (np.int8, "i64", "extsi"),
     "i1": (np.bool_, "i64", "extui"),
+    # unsigned: the scalars cross to signless (arith has no unsigned types)
+    "ui64": (np.uint64, "i64", "unsigned"),
+    "ui32": (np.uint32, "i64", "unsigned"),
+    "ui16": (np.uint16, "i64", "unsigned"),
+    "ui8": (np.uint8, "i64", "unsigned"),
 }
 NP_TO_MLIR = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
               np.dtype(np.float16): "f16", np.dtype(np.int64): "i64",
               np.dtype(np.int32): "i32", np.dtype(np.int16): "i16",
-              np.dtype(np.int8): "i8", np.dtype(np.bool_): "i1"}
+              np.dtype(np.int8): "i8", np.dtype(np.bool_): "i1",
+              np.dtype(np.uint64): "ui64", np.dtype(np.uint32): "ui32",
+              np.dtype(np.uint16): "ui16", np.dtype(np.uint8): "ui8"}
 
 
 class RunError(Exception):
@@ -126,6 +132,9 @@ def printer(i, value, rtype):
             "extui": ["%%b = arith.extui %%x : %s to %s" % (elem, ptype)],
             "extf": ["%%f = arith.extf %%x : %s to f32" % elem,
                      "%b = arith.bitcast %f : f32 to i32"],
+            "unsigned": ["%%s = builtin.unrealized_conversion_cast %%x : %s to i%s" % (elem, elem[2:]),
+                         "%%b = arith.extui %%s : i%s to i64" % elem[2:] if elem != "ui64"
+                         else "%b = arith.ori %s, %s : i64"],
         }[how]
         lines.append("    %%p%d = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]} "
                      "ins(%s : %s) outs(%%e%d : %s) {" % (
@@ -189,7 +198,7 @@ def parse_outputs(stdout, restypes):
         n = int(np.prod(sizes))
         ints = np.array([int(x) for x in re.findall(r"-?\d+", data)][:n], np.int64)
         dtype, ptype, how = ELEMENTS[elem]
-        if how == "bitcast":
+        if how == "bitcast" or (how == "unsigned" and elem == "ui64"):
             vals = ints.astype(np.int32 if ptype == "i32" else np.int64).view(dtype)
         elif how == "extf":
             vals = ints.astype(np.int32).view(np.float32)

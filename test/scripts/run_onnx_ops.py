@@ -157,6 +157,73 @@ case("einsum_attention", N("Einsum", ["q", "k"], equation="bhqd, bhkd -> bhqk"),
 case("einsum_transpose", N("Einsum", ["a"], equation="ij->ji"), {"a": f32(3, 4)})
 case("einsum_sum_all", N("Einsum", ["a"], equation="ij->"), {"a": f32(3, 4)})
 case("einsum_implicit", N("Einsum", ["a", "b"], equation="ij,jk"), {"a": f32(3, 4), "b": f32(4, 5)})
+case("gemm", N("Gemm", ["a", "b", "c"]), {"a": f32(3, 4), "b": f32(4, 5), "c": f32(3, 5)})
+case("gemm_trans_alpha_beta_vec", N("Gemm", ["a", "b", "c"], transA=1, transB=1, alpha=0.5, beta=-2.0),
+     {"a": f32(4, 3), "b": f32(5, 4), "c": f32(5)})
+case("gemm_no_c_dynamic", N("Gemm", ["a", "b"], transB=1), {"a": dyn(f32(3, 4), "n", 4), "b": f32(6, 4)})
+case("gemm_scalar_c", N("Gemm", ["a", "b", "c"], beta=0.5), {"a": f32(2, 3), "b": f32(3, 2), "c": f32()})
+
+# --- unsigned integers, activations, casts -------------------------------------
+U8, U16, U32, U64 = TP.UINT8, TP.UINT16, TP.UINT32, TP.UINT64
+
+
+def uints(*shape, hi=250, dtype=np.uint8):
+    return rng.integers(1, hi, shape).astype(dtype)
+
+
+case("add_uint8_wraps", N("Add", ["a", "b"]), {"a": uints(3, 4), "b": uints(4)}, {"y": U8})
+case("div_uint8", N("Div", ["a", "b"]), {"a": uints(3, 4), "b": uints(3, 4, hi=20)}, {"y": U8})
+case("div_uint64_large", N("Div", ["a", "b"]),
+     {"a": np.array([2**63 + 10, 7, 2**64 - 1], np.uint64), "b": np.array([3, 2, 2**63], np.uint64)}, {"y": U64})
+case("sub_uint16_wraps", N("Sub", ["a", "b"]), {"a": uints(5, dtype=np.uint16), "b": uints(5, dtype=np.uint16)},
+     {"y": U16})
+case("max_uint32", N("Max", ["a", "b"]),
+     {"a": np.array([2**31 + 5, 1, 7], np.uint32), "b": np.array([3, 2**32 - 1, 7], np.uint32)}, {"y": U32})
+case("min_uint8", N("Min", ["a", "b"]), {"a": np.array([200, 1, 7], np.uint8), "b": np.array([3, 255, 9], np.uint8)},
+     {"y": U8})
+case("less_uint8", N("Less", ["a", "b"]), {"a": np.array([200, 1, 7], np.uint8), "b": np.array([3, 255, 7], np.uint8)},
+     {"y": B})
+case("greater_equal_uint64", N("GreaterOrEqual", ["a", "b"]),
+     {"a": np.array([2**63, 1, 7], np.uint64), "b": np.array([3, 2**63, 7], np.uint64)}, {"y": B})
+case("cast_uint8_f32", N("Cast", ["x"], to=F), {"x": np.array([0, 1, 128, 255], np.uint8)})
+case("cast_uint8_i64", N("Cast", ["x"], to=I64), {"x": np.array([0, 1, 128, 255], np.uint8)}, {"y": I64})
+case("cast_f32_uint8", N("Cast", ["x"], to=U8), {"x": np.array([0.0, 1.7, 128.2, 254.9], np.float32)}, {"y": U8})
+case("cast_i8_uint16_sign_extends", N("Cast", ["x"], to=U16), {"x": np.array([-1, 5, -128], np.int8)}, {"y": U16})
+case("castlike_f32_f16", N("CastLike", ["x", "t"]), {"x": f32(2, 3), "t": f32(1).astype(np.float16)}, {"y": F16})
+case("reduce_max_uint8", N("ReduceMax", ["x", "ax"], keepdims=0), {"x": uints(3, 4)}, {"y": U8},
+     consts={"ax": i64(1)})
+case("reduce_min_uint8", N("ReduceMin", ["x", "ax"]), {"x": uints(3, 4)}, {"y": U8},
+     consts={"ax": i64(0)})
+case("reduce_max_bool", N("ReduceMax", ["x", "ax"], keepdims=0), {"x": rng.random((3, 4)) > 0.7}, {"y": B},
+     consts={"ax": i64(1)})
+case("reduce_min_bool", N("ReduceMin", ["x", "ax"], keepdims=0), {"x": rng.random((3, 4)) > 0.3}, {"y": B},
+     consts={"ax": i64(1)})
+case("sign_float", N("Sign", ["x"]), {"x": np.array([-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf], np.float32)})
+case("sign_int32", N("Sign", ["x"]), {"x": np.array([-7, 0, 9], np.int32)}, {"y": I32})
+case("sign_uint8", N("Sign", ["x"]), {"x": np.array([0, 1, 255], np.uint8)}, {"y": U8})
+special = np.array([1.0, np.inf, -np.inf, np.nan, 0.0, -3.0], np.float32)
+case("isinf", N("IsInf", ["x"]), {"x": special}, {"y": B})
+case("isinf_negative_only", N("IsInf", ["x"], detect_positive=0), {"x": special}, {"y": B})
+case("isnan", N("IsNaN", ["x"]), {"x": special}, {"y": B})
+case("dropout_inference", N("Dropout", ["x", "r"], ["y", "m"]), {"x": f32(3, 4)}, {"y": F, "m": B},
+     consts={"r": np.array(0.3, np.float32)})
+
+# --- CumSum and reductions whose axes are graph inputs ---------------------------
+for ex in [0, 1]:
+    for rev in [0, 1]:
+        case("cumsum_axis1_ex%d_rev%d" % (ex, rev), N("CumSum", ["x", "a"], exclusive=ex, reverse=rev),
+             {"x": f32(3, 5)}, consts={"a": np.array(1, np.int64)})
+case("cumsum_runtime_axis", N("CumSum", ["x", "a"], reverse=1), {"x": f32(2, 3, 4), "a": np.array(-3, np.int32)})
+case("cumsum_int64_dynamic", N("CumSum", ["x", "a"]), {"x": dyn(ints(3, 4), "n", 4), "a": np.array(0, np.int64)},
+     {"y": I64})
+case("reduce_sum_runtime_axes_keep", N("ReduceSum", ["x", "ax"]), {"x": f32(2, 3, 4), "ax": i64(0, -1)})
+case("reduce_mean_runtime_axes", N("ReduceMean", ["x", "ax"], keepdims=0), {"x": f32(2, 3, 4), "ax": i64(1)})
+case("reduce_max_runtime_axes_dynamic", N("ReduceMax", ["x", "ax"], keepdims=0),
+     {"x": dyn(f32(3, 4, 5), "n", 4, 5), "ax": i64(2, 0)})
+case("reduce_l2_runtime_noop_empty", N("ReduceL2", ["x", "ax"], noop_with_empty_axes=1),
+     {"x": f32(2, 3), "ax": np.zeros(0, np.int64)})
+case("reduce_prod_runtime_axes_int64", N("ReduceProd", ["x", "ax"], keepdims=0),
+     {"x": ints(2, 3, lo=-3, hi=4), "ax": i64(1)}, {"y": I64})
 
 # --- reductions and normalisations ---------------------------------------------
 case("reduce_mean_last_keep", N("ReduceMean", ["x", "ax"]), {"x": f32(2, 3, 4)}, consts={"ax": i64(-1)})

@@ -146,6 +146,61 @@ func.func @softmax(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
 
 // -----
 
+// Unsigned integers keep their tensor types; the scalars cross to signless
+// for arith, which divides, compares and takes the max unsigned.
+// CHECK-LABEL: func.func @unsigned
+// CHECK: arith.divui
+// CHECK: arith.cmpi ult
+// CHECK: arith.maxui
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xi1>, tensor<4xui8>) {
+  %0 = "onnx.Div"(%a, %b) : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %1 = "onnx.Less"(%a, %b) : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %2 = "onnx.Max"(%a, %b) : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %0, %1, %2 : tensor<4xui8>, tensor<4xi1>, tensor<4xui8>
+}
+
+// -----
+
+// Gemm: a contraction over k (B transposed), then alpha and beta * C.
+// CHECK-LABEL: func.func @gemm
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @gemm(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>, %c: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = "onnx.Gemm"(%a, %b, %c) <{alpha = 0.5 : f32, beta = 2.0 : f32, transB = 1 : i64}> : (tensor<2x3xf32>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Axes known at run time: a reduced-or-not flag per dim from the axes
+// tensor, then a loop over the reduced elements of each output element.
+// CHECK-LABEL: func.func @reduce_runtime_axes
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: tensor.reshape
+func.func @reduce_runtime_axes(%x: tensor<3x4xf32>, %a: tensor<1xi64>) -> tensor<?xf32> {
+  %0 = "onnx.ReduceSum"(%x, %a) <{keepdims = 0 : i64}> : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// CumSum sums each element's run of the axis in a loop.
+// CHECK-LABEL: func.func @cumsum
+// CHECK: linalg.generic
+// CHECK: scf.for
+// CHECK: arith.addf
+func.func @cumsum(%x: tensor<2x3xf32>, %a: tensor<i64>) -> tensor<2x3xf32> {
+  %0 = "onnx.CumSum"(%x, %a) <{exclusive = 1 : i64, reverse = 1 : i64}> : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
 // Unsupported forms are located errors.
 func.func @negative_step(%x: tensor<8xf32>) -> tensor<8xf32> {
   %st = onnx.Constant dense<-1> : tensor<1xi64>
@@ -160,15 +215,16 @@ func.func @negative_step(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 func.func @unranked(%x: tensor<2x3xf32>) -> tensor<*xf32> {
-  // expected-error @+1 {{'onnx.Einsum' op cannot be lowered: an unranked tensor or unsigned integers}}
+  // expected-error @+1 {{'onnx.Einsum' op cannot be lowered: an unranked tensor}}
   %r = "onnx.Einsum"(%x) <{equation = "...i->...i"}> : (tensor<2x3xf32>) -> tensor<*xf32>
   return %r : tensor<*xf32>
 }
 
 // -----
 
-func.func @no_lowering(%x: tensor<4xf32>, %a: tensor<i64>) -> tensor<4xf32> {
-  // expected-error @+1 {{'onnx.CumSum' op cannot be lowered: no lowering to linalg}}
-  %r = "onnx.CumSum"(%x, %a) : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+func.func @random_dropout(%x: tensor<4xf32>, %t: tensor<i1>) -> tensor<4xf32> {
+  %n = onnx.NoValue
+  // expected-error @+1 {{'onnx.Dropout' op cannot be lowered: a training_mode known only at run time (random dropout is not supported)}}
+  %r, %m = "onnx.Dropout"(%x, %n, %t) : (tensor<4xf32>, none, tensor<i1>) -> (tensor<4xf32>, none)
   return %r : tensor<4xf32>
 }
