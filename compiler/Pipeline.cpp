@@ -3,11 +3,11 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
-#include "passes/conversion/Passes.h"
-#include "passes/tiling/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "passes/conversion/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
+#include "passes/tiling/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +19,11 @@
 #include "mlir/Transforms/Passes.h"
 
 namespace gatec {
+
+PipelineOptions &pipelineOptions() {
+  static PipelineOptions options;
+  return options;
+}
 
 const std::vector<Phase> &getPhases() {
   static const std::vector<Phase> phases = {
@@ -51,7 +56,8 @@ const std::vector<Phase> &getPhases() {
        [](mlir::OpPassManager &pm) {
          auto &f = pm.nest<mlir::func::FuncOp>();
          f.addPass(conversion::createConvertLinearAttentionToLoops());
-         f.addPass(conversion::createConvertGatedToLinalg());
+         f.addPass(conversion::createConvertGatedToLinalg(
+             {/*keepAttention=*/pipelineOptions().flashAttention}));
          f.addPass(conversion::createConvertOnnxToLinalg());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
@@ -59,6 +65,8 @@ const std::vector<Phase> &getPhases() {
       {"tiled", "bufferized, tiled loops (scf.forall) on memrefs",
        [](mlir::OpPassManager &pm) {
          auto &f = pm.nest<mlir::func::FuncOp>();
+         if (pipelineOptions().flashAttention)
+           f.addPass(tiling::createTileAttention());
          f.addPass(mlir::createLinalgElementwiseOpFusionPass());
          f.addPass(tiling::createTileAndFuseLinalg());
          f.addPass(mlir::createCanonicalizerPass());

@@ -24,6 +24,14 @@ struct Phase {
   std::function<void(mlir::OpPassManager &)> addPasses;
 };
 
+/// Switches of the pipeline, for ablations (set before running phases).
+struct PipelineOptions {
+  /// gated.attention as the tiled online-softmax kernel with its gate in the
+  /// epilogue (--tile-attention); false: the untiled reference lowering.
+  bool flashAttention = true;
+};
+PipelineOptions &pipelineOptions();
+
 /// All phases, in order.
 const std::vector<Phase> &getPhases();
 

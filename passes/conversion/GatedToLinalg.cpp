@@ -1,5 +1,6 @@
 //===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
 #include "passes/conversion/BroadcastMap.h"
+#include "passes/conversion/GateMath.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
@@ -77,24 +78,10 @@ struct Lowerer {
 
   // Activations, in f32.
   Value sigmoid(OpBuilder &nb, Value z) {
-    Value e = math::ExpOp::create(nb, loc, arith::NegFOp::create(nb, loc, z));
-    Value one = cst(nb, 1.0);
-    return arith::DivFOp::create(nb, loc, one,
-                                 arith::AddFOp::create(nb, loc, one, e));
+    return conversion::sigmoid(nb, loc, z);
   }
   Value gateAct(OpBuilder &nb, gated::GateActivation a, Value z) {
-    Value s = sigmoid(nb, z);
-    switch (a) {
-    case gated::GateActivation::sigmoid:
-      return s;
-    case gated::GateActivation::ns_sigmoid:
-      return arith::AddFOp::create(
-          nb, loc, cst(nb, 0.5),
-          arith::MulFOp::create(nb, loc, cst(nb, 0.5), s));
-    case gated::GateActivation::silu:
-      return arith::MulFOp::create(nb, loc, z, s);
-    }
-    return s;
+    return conversion::gateActivation(nb, loc, a, z);
   }
   Value gluAct(OpBuilder &nb, gated::GluActivation a, Value z) {
     switch (a) {
@@ -567,9 +554,12 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
 
 struct ConvertGatedToLinalgPass
     : conversion::impl::ConvertGatedToLinalgBase<ConvertGatedToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
+      if (keepAttention && isa<gated::AttentionOp>(op))
+        return;
       if (isa<gated::GatedDialect>(op->getDialect()))
         ops.push_back(op);
     });

@@ -22,7 +22,15 @@ def ConvertGatedToLinalg : Pass<"convert-gated-to-linalg", "mlir::func::FuncOp">
     Dynamic dimensions are taken with tensor.dim; gated.attention needs
     static head counts (the KV head of a query head is an affine floordiv by
     Hq/Hkv) and reports an error otherwise.
+
+    Option `keep-attention`: leave gated.attention for --tile-attention
+    (the compiler's pipeline does; the reference form is for checks and
+    ablations, `gatec --flash-attention=false`).
   }];
+  let options = [
+    Option<"keepAttention", "keep-attention", "bool", "false",
+           "leave gated.attention ops for --tile-attention">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"

@@ -35,4 +35,40 @@ def TileAndFuseLinalg : Pass<"tile-and-fuse-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
+  let summary = "gated.attention as a tiled online-softmax loop nest with the gate in its epilogue";
+  let description = [{
+    Rewrites every gated.attention into the flash-attention algorithm
+    (Dao et al. 2022, "FlashAttention", Algorithm 1; Milakov & Gimelshein
+    2018, online softmax) on tensors, so no [T, S] score matrix exists:
+
+      scf.forall (b, h, query block of `q-tile` rows):
+        acc = 0 [bq, Dv], m = -inf [bq], l = 0 [bq]            (f32)
+        scf.for over key blocks of `k-tile` keys (causal: only up to
+                the block's last query, top-left aligned):
+          s = scale · Q Kᵀ (+ mask; -inf where causal j > t)
+          m' = max(m, rowmax s);  p = exp(s − m'̂)   (m'̂ = 0 where m' = -inf)
+          l = l·exp(m − m'̂) + rowsum p;  acc = acc·exp(m − m'̂) + p V
+        epilogue: y = acc / l (0 where l = 0: a fully masked row gives 0),
+          then the G1 gate (sigmoid / ns_sigmoid / silu of the gate logits,
+          elementwise or headwise, multiply or add), truncated to the
+          element type, written once.
+
+    Query head h reads KV head h / (Hq/Hkv) (GQA). Scores, softmax and
+    accumulation are f32 whatever the element type. The result equals the
+    reference lowering (--convert-gated-to-linalg) up to fp32
+    reassociation. Head counts must be static (an error otherwise); a mask
+    dim that is dynamic is taken to be full size (not broadcast).
+  }];
+  let options = [
+    Option<"qTile", "q-tile", "int64_t", "32", "queries per block">,
+    Option<"kTile", "k-tile", "int64_t", "64", "keys per inner iteration">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
+}
+
 #endif

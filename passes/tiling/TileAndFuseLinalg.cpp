@@ -103,8 +103,8 @@ struct TileAndFuseLinalgPass
           scf::SCFTilingOptions::LoopType::ForallOp);
       opts.cleanupPatterns = frozen;
       opts.setFusionControlFn(
-          [&](tensor::ExtractSliceOp slice, OpResult producer,
-              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+          [&](tensor::ExtractSliceOp slice, OpResult producer, bool)
+              -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
             Operation *p = producer.getOwner();
             if (!isa<linalg::LinalgOp>(p) || isFullSlice(slice))
               return std::nullopt;

@@ -98,6 +98,22 @@ case("attention_cross", [q, kc, vc],
      A + " {scale = 0.35355339 : f32} : %s, %s, %s -> tensor<%dx%dx%dx%dxf32>" % (
          ttype(q), ttype(kc), ttype(vc), B, Hq, T, Dv),
      ref.attention(q, kc, vc, 0.35355339), (B, Hq, T, Dv))
+# Longer rows (several query and key blocks in the flash form), MQA, a
+# causal mask with a boolean mask and a fully masked row; causal
+# cross-attention with more keys than queries (top-left aligned).
+T2 = 37
+q2, k2, v2, g2 = f32(1, 4, T2, D), f32(1, 1, T2, D), f32(1, 1, T2, D), f32(1, 4, T2, D)
+mask2 = rng.random((1, 1, T2, T2)) > 0.3
+mask2[0, 0, 20, :] = False
+case("attention_long_mqa_causal_mask", [q2, k2, v2, mask2, g2],
+     "gated.attention %%a0, %%a1, %%a2 mask(%%a3 : %s) gate(%%a4 : %s, sigmoid, elementwise, multiply) "
+     "{causal, scale = 0.35355339 : f32} : %s, %s, %s -> %s" % (
+         ttype(mask2), ttype(g2), ttype(q2), ttype(k2), ttype(v2), ttype(q2)),
+     ref.attention(q2, k2, v2, 0.35355339, causal=True, mask=mask2, gate=g2), q2.shape)
+case("attention_cross_causal", [q, kc, vc],
+     A + " {causal, scale = 0.35355339 : f32} : %s, %s, %s -> tensor<%dx%dx%dx%dxf32>" % (
+         ttype(q), ttype(kc), ttype(vc), B, Hq, T, Dv),
+     ref.attention(q, kc, vc, 0.35355339, causal=True), (B, Hq, T, Dv))
 
 # gated.gate
 x, gx = f32(2, 3, 4, 8), f32(2, 3, 4, 8)
@@ -162,9 +178,16 @@ def main():
     ap.add_argument("--gatec-opt", default=os.path.join(ROOT, "build", "bin", "gatec-opt"))
     ap.add_argument("--mlir-runner", default=os.path.join(LLVM, "bin", "mlir-runner"))
     ap.add_argument("--keep", help="write the module and the lowered IR here")
+    ap.add_argument("--attention", choices=["reference", "flash"], default="reference",
+                    help="flash: gated.attention through --tile-attention (tiny tiles, "
+                         "so rows span several query and key blocks)")
     args = ap.parse_args()
     text = module()
-    lowered = subprocess.run([args.gatec_opt, "-"] + PIPELINE, input=text,
+    pipeline = PIPELINE
+    if args.attention == "flash":
+        pipeline = (["--tile-attention=q-tile=2 k-tile=3"] + PIPELINE[:2]
+                    + ["--scf-forall-to-for"] + PIPELINE[2:])
+    lowered = subprocess.run([args.gatec_opt, "-"] + pipeline, input=text,
                              capture_output=True, text=True)
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
@@ -192,8 +215,9 @@ def main():
         ok = np.all(np.isfinite(got)) and worst <= TOL
         print("%s %-32s max scaled error %.2e" % ("ok  " if ok else "FAIL", name, worst))
         failures += not ok
-    print("gated ops on the CPU (linalg lowering): %d cases, %d failures"
-          % (len(cases), failures))
+    print("gated ops on the CPU (%s): %d cases, %d failures"
+          % ("linalg lowering" if args.attention == "reference"
+             else "attention by --tile-attention", len(cases), failures))
     return 1 if failures else 0
 
 

@@ -81,6 +81,11 @@ static cl::opt<bool> checkWeights(
     cl::desc("After every graph-level phase (onnx to linalg), check that each "
              "initializer that fed an output still does (default on)"),
     cl::init(true), cl::cat(gatecCat));
+static cl::opt<bool> flashAttention(
+    "flash-attention",
+    cl::desc("Attention as the tiled online-softmax kernel with the gate in "
+             "its epilogue (default on; off: the untiled reference form)"),
+    cl::init(true), cl::cat(gatecCat));
 static cl::opt<int64_t> inlineLimit(
     "inline-weight-limit",
     cl::desc("Initializers with more elements are dense_resource blobs"),
@@ -133,6 +138,7 @@ int main(int argc, char **argv) {
   // --mlir-print-debuginfo, ...) still work and are listed by --help-hidden.
   cl::HideUnrelatedOptions(gatecCat);
   cl::ParseCommandLineOptions(argc, argv, overview);
+  gatec::pipelineOptions().flashAttention = flashAttention;
 
   if (emit.empty()) {
     StringRef o(outputFile);
