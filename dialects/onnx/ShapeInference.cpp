@@ -605,8 +605,13 @@ LogicalResult SqueezeOp::inferResultTypes(Types &r) {
     }
   } else {
     auto axes = getConstantInts(getAxes());
-    if (!axes) {
-      r.push_back(UnrankedTensorType::get(e));
+    if (!axes) { // axes at run time: the rank from their number
+      auto at = dyn_cast<RankedTensorType>(getAxes().getType());
+      int64_t n = at && at.getRank() == 1 ? at.getDimSize(0) : kDyn;
+      if (n == kDyn || n > (int64_t)s->size())
+        r.push_back(UnrankedTensorType::get(e));
+      else
+        r.push_back(RankedTensorType::get(Shape(s->size() - n, kDyn), e));
       return success();
     }
     for (int64_t a : *axes) {
@@ -631,6 +636,13 @@ LogicalResult UnsqueezeOp::inferResultTypes(Types &r) {
   auto s = shapeOf(getData());
   Type e = elemOf(getData());
   auto axes = getConstantInts(getAxes());
+  auto at = dyn_cast<RankedTensorType>(getAxes().getType());
+  if (s && !axes && at && at.getRank() == 1 && !at.isDynamicDim(0)) {
+    // axes at run time: the rank from their number, the dims unknown
+    r.push_back(
+        RankedTensorType::get(Shape(s->size() + at.getDimSize(0), kDyn), e));
+    return success();
+  }
   if (!s || !axes) {
     r.push_back(UnrankedTensorType::get(e));
     return success();

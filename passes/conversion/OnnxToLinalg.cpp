@@ -756,6 +756,85 @@ std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank) {
   return axes;
 }
 
+/// An index constant.
+Value cidx(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+/// Element `i` (an index value) of an integer tensor as an index.
+Value indexAt(ImplicitLocOpBuilder &b, Value t, Value i) {
+  return arith::IndexCastOp::create(b, b.getIndexType(),
+                                    tensor::ExtractOp::create(b, t, i));
+}
+
+/// `a` (an index) counted from the front of a rank-`rank` tensor.
+Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank) {
+  Value neg =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, cidx(b, 0));
+  return arith::SelectOp::create(b, neg,
+                                 arith::AddIOp::create(b, a, cidx(b, rank)), a);
+}
+
+/// For each dim of a rank-`rank` tensor, whether the 1-D axes tensor
+/// `axes` (read at run time, negative axes from the end) names it.
+SmallVector<Value> axisFlags(Lowerer &l, Value axes, int64_t rank) {
+  ImplicitLocOpBuilder &b = l.b;
+  SmallVector<Value> init(rank, scalar(b, b.getI1Type(), 0));
+  auto loop = scf::ForOp::create(
+      b, cidx(b, 0), l.val(l.dim(axes, 0)), cidx(b, 1), init,
+      [&](OpBuilder &nb, Location loc, Value i, ValueRange f) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value a = normAxisValue(ib, indexAt(ib, axes, i), rank);
+        SmallVector<Value> nf;
+        for (int64_t d = 0; d < rank; ++d)
+          nf.push_back(arith::OrIOp::create(
+              ib, f[d],
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, a,
+                                    cidx(ib, d))));
+        scf::YieldOp::create(ib, nf);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+/// The sizes of the `n` dims of `dims` that are not flagged, in order
+/// (the i-th result is the dim d that is the i-th not flagged).
+SmallVector<OpFoldResult> keptSizes(ImplicitLocOpBuilder &b,
+                                    ArrayRef<Value> flag, ArrayRef<Value> dims,
+                                    int64_t n) {
+  SmallVector<Value> before; // not-flagged dims before d
+  Value c = cidx(b, 0);
+  for (Value f : flag) {
+    before.push_back(c);
+    c = arith::AddIOp::create(
+        b, c, arith::SelectOp::create(b, f, cidx(b, 0), cidx(b, 1)));
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < n; ++i) {
+    Value s = cidx(b, 0);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      Value is = arith::AndIOp::create(
+          b, arith::XOrIOp::create(b, flag[d], scalar(b, b.getI1Type(), 1)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, before[d],
+                                cidx(b, i)));
+      s = arith::SelectOp::create(b, is, dims[d], s);
+    }
+    sizes.push_back(s);
+  }
+  return sizes;
+}
+
+/// `v` reshaped to `to` (same elements in the same order) with `sizes`
+/// computed at run time, or statically where both shapes are static.
+Value reshapeTo(Lowerer &l, Value v, RankedTensorType to,
+                ArrayRef<OpFoldResult> sizes) {
+  if (to.hasStaticShape() && l.typeOf(v).hasStaticShape())
+    return l.reshapeStatic(v, to);
+  auto dynT = RankedTensorType::get(
+      SmallVector<int64_t>(to.getRank(), ShapedType::kDynamic),
+      to.getElementType());
+  return l.castTo(l.reshapeDynamic(v, dynT, l.sizesOf(dynT, sizes)), to);
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise ops
 //===----------------------------------------------------------------------===//
@@ -1222,32 +1301,8 @@ template <typename OpT> LogicalResult lowerReduceDynamic(OpT op, Lowerer &l) {
   if (isa<onnx::ReduceL2Op>(o) && !isFloat(acc))
     return l.fail("integer ReduceL2");
   ImplicitLocOpBuilder &b = l.b;
-  Type idxT = b.getIndexType();
-  auto cidx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
-  Value zero = cidx(0), one = cidx(1), n = l.val(l.dim(axesT, 0));
-  SmallVector<Value> init(r, scalar(b, b.getI1Type(), 0));
-  auto flags = scf::ForOp::create(
-      b, zero, n, one, init,
-      [&](OpBuilder &nb, Location loc, Value i, ValueRange f) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        Value a = arith::IndexCastOp::create(
-            ib, idxT, tensor::ExtractOp::create(ib, axesT, i));
-        Value neg =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, a,
-                                  arith::ConstantIndexOp::create(ib, 0));
-        a = arith::SelectOp::create(
-            ib, neg,
-            arith::AddIOp::create(ib, a, arith::ConstantIndexOp::create(ib, r)),
-            a);
-        SmallVector<Value> nf;
-        for (int64_t d = 0; d < r; ++d)
-          nf.push_back(arith::OrIOp::create(
-              ib, f[d],
-              arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, a,
-                                    arith::ConstantIndexOp::create(ib, d))));
-        scf::YieldOp::create(ib, nf);
-      });
-  SmallVector<Value> flag(flags.getResults());
+  Value zero = cidx(b, 0), one = cidx(b, 1), n = l.val(l.dim(axesT, 0));
+  SmallVector<Value> flag = axisFlags(l, axesT, r);
   Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, n, zero);
   if (!noop) // no axes: all of them
     for (Value &fd : flag)
@@ -1300,29 +1355,7 @@ template <typename OpT> LogicalResult lowerReduceDynamic(OpT op, Lowerer &l) {
     Value v = tensor::ExtractOp::create(b, red, at);
     return l.done(tensor::FromElementsOp::create(b, rt, v));
   }
-  // Kept dim i is the input dim d that is the i-th not flagged.
-  SmallVector<Value> before; // not-flagged dims before d
-  Value c = zero;
-  for (int64_t d = 0; d < r; ++d) {
-    before.push_back(c);
-    c = arith::AddIOp::create(b, c,
-                              arith::SelectOp::create(b, flag[d], zero, one));
-  }
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < R; ++i) {
-    Value s = zero;
-    for (int64_t d = 0; d < r; ++d) {
-      Value is = arith::AndIOp::create(
-          b, arith::XOrIOp::create(b, flag[d], scalar(b, b.getI1Type(), 1)),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, before[d],
-                                cidx(i)));
-      s = arith::SelectOp::create(b, is, inDims[d], s);
-    }
-    sizes.push_back(s);
-  }
-  auto dynT =
-      RankedTensorType::get(SmallVector<int64_t>(R, ShapedType::kDynamic), e);
-  return l.done(l.castTo(l.reshapeDynamic(red, dynT, sizes), rt));
+  return l.done(reshapeTo(l, red, rt, keptSizes(b, flag, inDims, R)));
 }
 
 template <typename OpT> LogicalResult lowerReduce(OpT op, Lowerer &l) {
@@ -1785,8 +1818,34 @@ LogicalResult lower(onnx::FlattenOp op, Lowerer &l) {
 LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l) {
   RankedTensorType rt = l.resultType();
   auto axes = constantAxes(op.getAxes(), rt.getRank());
-  if (!axes)
-    return l.fail("non-constant axes");
+  if (!axes) { // axes at run time: dim j is 1 where named, else the next
+    Value x = l.in[0];
+    int64_t R = rt.getRank(), r = l.rankOf(x);
+    if (l.rankOf(l.in[1]) != 1)
+      return l.fail("axes that are not a 1-D tensor");
+    if (rt.hasStaticShape() && l.typeOf(x).hasStaticShape())
+      return l.done(l.reshapeStatic(x, rt));
+    ImplicitLocOpBuilder &b = l.b;
+    SmallVector<Value> flag = axisFlags(l, l.in[1], R), inDims;
+    for (int64_t k = 0; k < r; ++k)
+      inDims.push_back(l.val(l.dim(x, k)));
+    // The input dims in order go to the dims not named.
+    SmallVector<OpFoldResult> sizes;
+    Value c = cidx(b, 0); // input dims used before j
+    for (int64_t j = 0; j < R; ++j) {
+      Value s = cidx(b, 1);
+      for (int64_t k = 0; k < r; ++k)
+        s = arith::SelectOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c, cidx(b, k)),
+            inDims[k], s);
+      sizes.push_back(OpFoldResult(
+          arith::SelectOp::create(b, flag[j], cidx(b, 1), s).getResult()));
+      c = arith::AddIOp::create(
+          b, c, arith::SelectOp::create(b, flag[j], cidx(b, 0), cidx(b, 1)));
+    }
+    return l.done(reshapeTo(l, x, rt, sizes));
+  }
   SmallVector<bool> unit(rt.getRank(), false);
   for (int64_t a : *axes)
     unit[a] = true;
@@ -1801,8 +1860,18 @@ LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
   SmallVector<bool> drop(xt.getRank(), false);
   if (l.in[1]) {
     auto axes = constantAxes(op.getAxes(), xt.getRank());
-    if (!axes)
-      return l.fail("non-constant axes");
+    if (!axes) { // axes at run time: the dims not named, in order
+      RankedTensorType rt = l.resultType();
+      if (l.rankOf(l.in[1]) != 1)
+        return l.fail("axes that are not a 1-D tensor");
+      if (rt.hasStaticShape() && xt.hasStaticShape())
+        return l.done(l.reshapeStatic(x, rt));
+      SmallVector<Value> flag = axisFlags(l, l.in[1], xt.getRank()), inDims;
+      for (int64_t k = 0; k < xt.getRank(); ++k)
+        inDims.push_back(l.val(l.dim(x, k)));
+      return l.done(
+          reshapeTo(l, x, rt, keptSizes(l.b, flag, inDims, rt.getRank())));
+    }
     for (int64_t a : *axes)
       drop[a] = true;
   } else {
@@ -1835,9 +1904,14 @@ LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
   auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
   if (!axis)
     return l.fail("axis out of range");
-  if (l.in.size() == 1)
-    return l.done(l.castTo(l.in[0], rt));
-  SmallVector<Value> ins(l.in);
+  SmallVector<Value> ins; // operands empty along the axis add nothing
+  for (Value v : l.in)
+    if (l.typeOf(v).getDimSize(*axis) != 0)
+      ins.push_back(v);
+  if (ins.empty())
+    ins.push_back(l.in[0]);
+  if (ins.size() == 1)
+    return l.done(l.castTo(ins[0], rt));
   return l.done(l.castTo(tensor::ConcatOp::create(l.b, *axis, ins), rt));
 }
 
@@ -1854,36 +1928,109 @@ std::pair<OpFoldResult, OpFoldResult> sliceRange(Lowerer &l, OpFoldResult d,
   return {s, n};
 }
 
+/// Slice with starts/ends/axes/steps read at run time, or negative steps:
+/// per dim, the start and step of the entry whose axis names it (0 and 1
+/// if none) and the end, clamped as the ONNX spec says; the result is a
+/// generic reading x[start + i * step] along each dim.
+LogicalResult lowerSliceGeneral(onnx::SliceOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = l.rankOf(x);
+  RankedTensorType st = l.typeOf(l.in[1]);
+  if (st.getRank() != 1 || st.isDynamicDim(0))
+    return l.fail("starts of unknown length");
+  int64_t n = st.getDimSize(0);
+  ImplicitLocOpBuilder &b = l.b;
+  using P = arith::CmpIPredicate;
+  SmallVector<Value> dims, start, end, step;
+  for (int64_t d = 0; d < r; ++d) {
+    dims.push_back(l.val(l.dim(x, d)));
+    start.push_back(cidx(b, 0));
+    end.push_back(dims[d]);
+    step.push_back(cidx(b, 1));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Value ci = cidx(b, i);
+    Value a = l.in[3] ? normAxisValue(b, indexAt(b, l.in[3], ci), r) : ci;
+    Value si = indexAt(b, l.in[1], ci), ei = indexAt(b, l.in[2], ci);
+    Value pi = l.in[4] ? indexAt(b, l.in[4], ci) : cidx(b, 1);
+    for (int64_t d = 0; d < r; ++d) {
+      Value is = arith::CmpIOp::create(b, P::eq, a, cidx(b, d));
+      start[d] = arith::SelectOp::create(b, is, si, start[d]);
+      end[d] = arith::SelectOp::create(b, is, ei, end[d]);
+      step[d] = arith::SelectOp::create(b, is, pi, step[d]);
+    }
+  }
+  auto clamp = [&](Value v, Value lo, Value hi) {
+    return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, v, lo), hi);
+  };
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < r; ++d) {
+    Value D = dims[d], zero = cidx(b, 0);
+    Value pos = arith::CmpIOp::create(b, P::sgt, step[d], zero);
+    auto wrap = [&](Value v) {
+      Value neg = arith::CmpIOp::create(b, P::slt, v, zero);
+      return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, v, D), v);
+    };
+    Value dm1 = arith::SubIOp::create(b, D, cidx(b, 1));
+    Value s = wrap(start[d]), e = wrap(end[d]);
+    s = arith::SelectOp::create(b, pos, clamp(s, zero, D), clamp(s, zero, dm1));
+    e = arith::SelectOp::create(b, pos, clamp(e, zero, D),
+                                clamp(e, cidx(b, -1), dm1));
+    // count = ceil((e - s) / step), at least 0 (for both signs of step)
+    Value q =
+        arith::CeilDivSIOp::create(b, arith::SubIOp::create(b, e, s), step[d]);
+    sizes.push_back(
+        OpFoldResult(arith::MaxSIOp::create(b, q, zero).getResult()));
+    start[d] = s;
+  }
+  return l.done(
+      l.generic(rt, l.sizesOf(rt, sizes), {}, {},
+                [&](ImplicitLocOpBuilder &ib, ValueRange) {
+                  SmallVector<Value> at;
+                  for (int64_t d = 0; d < r; ++d)
+                    at.push_back(arith::AddIOp::create(
+                        ib, start[d],
+                        arith::MulIOp::create(
+                            ib, linalg::IndexOp::create(ib, d), step[d])));
+                  return tensor::ExtractOp::create(ib, x, at);
+                }));
+}
+
 LogicalResult lower(onnx::SliceOp op, Lowerer &l) {
   Value x = l.in[0];
   int64_t r = l.rankOf(x);
   auto starts = onnx::getConstantInts(op.getStarts());
   auto ends = onnx::getConstantInts(op.getEnds());
   if (!starts || !ends || starts->size() != ends->size())
-    return l.fail("non-constant starts or ends");
+    return lowerSliceGeneral(op, l);
   SmallVector<int64_t> axes, steps(starts->size(), 1);
   for (size_t i = 0; i < starts->size(); ++i)
     axes.push_back(i);
   if (l.in[3]) {
     auto a = constantAxes(op.getAxes(), r);
     if (!a || a->size() != starts->size())
-      return l.fail("non-constant axes");
+      return lowerSliceGeneral(op, l);
     axes = *a;
   }
   if (l.in[4]) {
     auto s = onnx::getConstantInts(op.getSteps());
     if (!s || s->size() != starts->size())
-      return l.fail("non-constant steps");
+      return lowerSliceGeneral(op, l);
     steps = *s;
   }
   SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
                                                   strides(r, l.idx(1));
   for (auto [a, s, e, st] : llvm::zip(axes, *starts, *ends, steps)) {
     if (st <= 0)
-      return l.fail("steps that are not positive");
+      return lowerSliceGeneral(op, l);
     auto [off, n] = sliceRange(l, l.dim(x, a), s, e, st);
+    if (isConstantIntValue(n, 0)) // empty: any offset in bounds
+      off = l.idx(0);
     offsets[a] = off, sizes[a] = n, strides[a] = l.idx(st);
   }
+  if (llvm::is_contained(l.resultType().getShape(), 0)) // nothing to read
+    return l.done(l.empty(l.resultType(), sizes));
   Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
   return l.done(l.castTo(v, l.resultType()));
 }
@@ -1898,10 +2045,13 @@ LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
   SmallVector<OpFoldResult> parts;
   if (l.in[1]) {
     auto split = onnx::getConstantInts(op.getSplit());
-    if (!split || (int64_t)split->size() != n)
-      return l.fail("non-constant split");
-    for (int64_t s : *split)
-      parts.push_back(l.idx(s));
+    RankedTensorType st = l.typeOf(l.in[1]);
+    if (split && (int64_t)split->size() != n)
+      return l.fail("split sizes do not match the outputs");
+    if (!split && (st.getRank() != 1 || st.getDimSize(0) != n))
+      return l.fail("a run-time split of another length than the outputs");
+    for (int64_t i = 0; i < n; ++i) // sizes read at run time if need be
+      parts.push_back(split ? l.idx((*split)[i]) : l.elementIndex(l.in[1], i));
   } else { // equal parts of ceil(d / n), the last one smaller
     OpFoldResult chunk = l.ceilDiv(d, l.idx(n));
     for (int64_t i = 0; i < n; ++i)
@@ -1911,8 +2061,15 @@ LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
                                                   strides(r, l.idx(1));
   for (int64_t i = 0; i < n; ++i) {
     sizes[axis] = parts[i];
-    Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
-    l.out.push_back(l.castTo(v, l.resultType(i)));
+    SmallVector<OpFoldResult> at(offsets);
+    if (isConstantIntValue(parts[i], 0)) // empty: any offset in bounds
+      at[axis] = l.idx(0);
+    RankedTensorType ri = l.resultType(i);
+    Value v =
+        llvm::is_contained(ri.getShape(), 0) // nothing to read
+            ? l.empty(ri, sizes)
+            : (Value)tensor::ExtractSliceOp::create(l.b, x, at, sizes, strides);
+    l.out.push_back(l.castTo(v, ri));
     offsets[axis] = l.add(offsets[axis], parts[i]);
   }
   return success();
@@ -2033,6 +2190,85 @@ LogicalResult lower(onnx::TriluOp op, Lowerer &l) {
       }));
 }
 
+/// RotaryEmbedding (opset 23): an element-wise generic over X ([B, H, S, D],
+/// or [B, S, H * D] with num_heads). Element d < rotary_dim of a head pairs
+/// with d +- rotary_dim/2 (halves) or d ^ 1 (interleaved), both rotated by
+/// the angle of pair j: y = cos_j x_d -+ sin_j x_partner (minus for the
+/// first of the pair); cos/sin are cache[position_ids[b, s], j], or
+/// cache[b, s, j] without position_ids; d >= rotary_dim is copied. In f32
+/// for narrower floats.
+LogicalResult lower(onnx::RotaryEmbeddingOp op, Lowerer &l) {
+  Value x = l.in[0], cosC = l.in[1], sinC = l.in[2], pos = l.in[3];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank();
+  if (r != 3 && r != 4)
+    return l.fail("an input of rank other than 3 or 4");
+  int64_t heads = op.getNumHeads() ? (int64_t)*op.getNumHeads() : 0;
+  if (r == 3 && heads <= 0)
+    return l.fail("a 3-D input without num_heads");
+  if (pos ? l.rankOf(pos) != 2 || l.rankOf(cosC) != 2 || l.rankOf(sinC) != 2
+          : l.rankOf(cosC) != 3 || l.rankOf(sinC) != 3)
+    return l.fail("caches or position_ids of unexpected ranks");
+  ImplicitLocOpBuilder &b = l.b;
+  using P = arith::CmpIPredicate;
+  Value D = r == 4
+                ? l.val(l.dim(x, 3))
+                : arith::DivUIOp::create(b, l.val(l.dim(x, 2)), cidx(b, heads));
+  int64_t rdim = (int64_t)op.getRotaryEmbeddingDim();
+  Value rd = rdim > 0 ? cidx(b, rdim) : D;
+  Value half = arith::DivUIOp::create(b, rd, cidx(b, 2));
+  bool inter = op.getInterleaved() != 0;
+  Type e = rt.getElementType(), acc = accType(e);
+  return l.done(
+      l.elementwise(rt, {x}, [&](ImplicitLocOpBuilder &ib, ValueRange a) {
+        SmallVector<Value> at;
+        for (int64_t i = 0; i < r; ++i)
+          at.push_back(linalg::IndexOp::create(ib, i));
+        Value bi = at[0], si = at[r == 4 ? 2 : 1], c = at[r - 1];
+        // d within the head; the channel of its head's element 0
+        Value d = r == 4 ? c : arith::RemUIOp::create(ib, c, D);
+        Value base = arith::SubIOp::create(ib, c, d);
+        Value rot = arith::CmpIOp::create(ib, P::ult, d, rd);
+        Value first, j, partner;
+        if (inter) {
+          Value odd = arith::AndIOp::create(ib, d, cidx(ib, 1));
+          first = arith::CmpIOp::create(ib, P::eq, odd, cidx(ib, 0));
+          j = arith::DivUIOp::create(ib, d, cidx(ib, 2));
+          partner = arith::XOrIOp::create(ib, d, cidx(ib, 1));
+        } else {
+          first = arith::CmpIOp::create(ib, P::ult, d, half);
+          j = arith::SelectOp::create(ib, first, d,
+                                      arith::SubIOp::create(ib, d, half));
+          partner = arith::SelectOp::create(
+              ib, first, arith::AddIOp::create(ib, d, half), j);
+        }
+        // Outside the rotated part: any in-bounds index, the value unused.
+        j = arith::SelectOp::create(ib, rot, j, cidx(ib, 0));
+        partner = arith::SelectOp::create(ib, rot, partner, d);
+        SmallVector<Value> pat(at);
+        pat[r - 1] = arith::AddIOp::create(ib, base, partner);
+        Value xp = tensor::ExtractOp::create(ib, x, pat);
+        auto cache = [&](Value t) -> Value {
+          if (pos) {
+            Value p = arith::IndexCastOp::create(
+                ib, ib.getIndexType(),
+                tensor::ExtractOp::create(ib, pos, ValueRange{bi, si}));
+            return tensor::ExtractOp::create(ib, t, ValueRange{p, j});
+          }
+          return tensor::ExtractOp::create(ib, t, ValueRange{bi, si, j});
+        };
+        Value cv = convert(ib, cache(cosC), acc);
+        Value sv = convert(ib, cache(sinC), acc);
+        Value xv = convert(ib, a[0], acc);
+        Value sx = arith::MulFOp::create(ib, sv, convert(ib, xp, acc));
+        Value cx = arith::MulFOp::create(ib, cv, xv);
+        Value y = arith::SelectOp::create(ib, first,
+                                          arith::SubFOp::create(ib, cx, sx),
+                                          arith::AddFOp::create(ib, cx, sx));
+        return convert(ib, arith::SelectOp::create(ib, rot, y, xv), e);
+      }));
+}
+
 /// CumSum along an axis that may come at run time: each output element
 /// sums its run of the axis ([0, i] forward, [i, n) reversed, without i
 /// itself when exclusive) in accType, in a loop of the generic's body.
@@ -2148,10 +2384,11 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReduceL2Op>([&](auto o) { return lowerReduce(o, l); })
       .Case<WhereOp, CastOp, CastLikeOp, IsInfOp, IsNaNOp, DropoutOp, ClipOp,
-            MatMulOp, GemmOp, EinsumOp, CumSumOp, ShapeOp, SizeOp,
-            ConstantOfShapeOp, RangeOp, ReshapeOp, FlattenOp, UnsqueezeOp,
-            SqueezeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, ExpandOp,
-            GatherOp, TileOp, TriluOp>([&](auto o) { return lower(o, l); })
+            MatMulOp, GemmOp, EinsumOp, CumSumOp, RotaryEmbeddingOp, ShapeOp,
+            SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp, FlattenOp,
+            UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp, SplitOp,
+            ExpandOp, GatherOp, TileOp, TriluOp>(
+          [&](auto o) { return lower(o, l); })
       .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
 }
 

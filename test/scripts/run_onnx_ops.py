@@ -208,6 +208,16 @@ case("isnan", N("IsNaN", ["x"]), {"x": special}, {"y": B})
 case("dropout_inference", N("Dropout", ["x", "r"], ["y", "m"]), {"x": f32(3, 4)}, {"y": F, "m": B},
      consts={"r": np.array(0.3, np.float32)})
 
+cos_cache, sin_cache = np.cos(f32(10, 4)), np.sin(f32(10, 4))
+case("rotary_4d_halves", N("RotaryEmbedding", ["x", "c", "s", "p"]),
+     {"x": f32(2, 3, 5, 8), "p": ints(2, 5, lo=0, hi=10)}, consts={"c": cos_cache, "s": sin_cache})
+case("rotary_3d_interleaved_partial", N("RotaryEmbedding", ["x", "c", "s", "p"], interleaved=1, num_heads=2,
+                                        rotary_embedding_dim=6),
+     {"x": f32(2, 5, 20), "p": ints(2, 5, lo=0, hi=10)},
+     consts={"c": np.cos(f32(10, 3)), "s": np.sin(f32(10, 3))})
+case("rotary_no_position_ids", N("RotaryEmbedding", ["x", "c", "s"]),
+     {"x": f32(1, 2, 3, 4), "c": np.cos(f32(1, 3, 2)), "s": np.sin(f32(1, 3, 2))})
+
 # --- CumSum and reductions whose axes are graph inputs ---------------------------
 for ex in [0, 1]:
     for rev in [0, 1]:
@@ -352,6 +362,15 @@ case("split_num_outputs_uneven", N("Split", ["x"], ["y0", "y1", "y2"], axis=0, n
      ["y0", "y1", "y2"])
 case("split_equal_dynamic", N("Split", ["x"], ["y0", "y1"], axis=-1, num_outputs=2),
      {"x": dyn(f32(3, 6), "n", 6)}, ["y0", "y1"])
+case("slice_runtime_inputs", N("Slice", ["x", "st", "en", "ax", "sp"]),
+     {"x": f32(6, 8), "st": i64(1, -2), "en": i64(INT64_MAX, 0), "ax": i64(0, -1), "sp": i64(2, -2)})
+case("slice_negative_step_const", N("Slice", ["x", "st", "en", "ax", "sp"]), {"x": f32(5, 4)},
+     consts={"st": i64(-1), "en": i64(-INT64_MAX), "ax": i64(0), "sp": i64(-1)})
+case("slice_runtime_dynamic", N("Slice", ["x", "st", "en"]), {"x": dyn(f32(7, 4), "n", 4), "st": i64(2), "en": i64(-1)})
+case("split_runtime_sizes", N("Split", ["x", "sp"], ["y0", "y1"], axis=1), {"x": f32(2, 6), "sp": i64(2, 4)},
+     ["y0", "y1"])
+case("unsqueeze_runtime_axes", N("Unsqueeze", ["x", "ax"]), {"x": dyn(f32(3, 4), "n", 4), "ax": i64(-1, 0)})
+case("squeeze_runtime_axes", N("Squeeze", ["x", "ax"]), {"x": dyn(f32(1, 3, 1), 1, "n", 1), "ax": i64(2, 0)})
 case("expand", N("Expand", ["x", "s"]), {"x": f32(3, 1)}, consts={"s": i64(2, 3, 4)})
 nodes, consts = runtime_shape("a", 1, "b")
 case("expand_runtime_shape", nodes + [N("Expand", ["x", "shp"])],

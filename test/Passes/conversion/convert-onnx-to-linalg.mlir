@@ -201,15 +201,28 @@ func.func @cumsum(%x: tensor<2x3xf32>, %a: tensor<i64>) -> tensor<2x3xf32> {
 
 // -----
 
-// Unsupported forms are located errors.
+// Negative steps (and starts/ends/axes/steps read at run time): a generic
+// reading x[start + i * step].
+// CHECK-LABEL: func.func @negative_step
+// CHECK: linalg.generic
+// CHECK: arith.muli
+// CHECK: tensor.extract
 func.func @negative_step(%x: tensor<8xf32>) -> tensor<8xf32> {
   %st = onnx.Constant dense<-1> : tensor<1xi64>
   %en = onnx.Constant dense<-9223372036854775807> : tensor<1xi64>
   %ax = onnx.Constant dense<0> : tensor<1xi64>
   %sp = onnx.Constant dense<-1> : tensor<1xi64>
-  // expected-error @+1 {{'onnx.Slice' op cannot be lowered: steps that are not positive}}
   %r = "onnx.Slice"(%x, %st, %en, %ax, %sp) : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+// -----
+
+// Unsupported forms are located errors.
+func.func @rotary_3d_no_heads(%x: tensor<1x2x8xf32>, %c: tensor<4x4xf32>, %p: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  // expected-error @+1 {{'onnx.RotaryEmbedding' op cannot be lowered: a 3-D input without num_heads}}
+  %r = "onnx.RotaryEmbedding"(%x, %c, %c, %p) : (tensor<1x2x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
 }
 
 // -----
