@@ -3,7 +3,6 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "passes/conversion/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
@@ -67,8 +66,9 @@ const std::vector<Phase> &getPhases() {
          auto &f = pm.nest<mlir::func::FuncOp>();
          if (pipelineOptions().flashAttention)
            f.addPass(tiling::createTileAttention());
-         f.addPass(mlir::createLinalgElementwiseOpFusionPass());
+         f.addPass(tiling::createFuseElementwise());
          f.addPass(tiling::createTileAndFuseLinalg());
+         f.addPass(tiling::createInnermostParallelLoop());
          f.addPass(mlir::createCanonicalizerPass());
          f.addPass(mlir::createCSEPass());
          // Function results are owned by the caller (the ABI wrapper frees

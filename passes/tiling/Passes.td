@@ -71,4 +71,37 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
   ];
 }
 
+def FuseElementwise : Pass<"fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg.generic chains without duplicating work";
+  let description = [{
+    Upstream elementwise fusion (linalg::populateElementwiseOpsFusionPatterns:
+    a producer generic is inlined into its consumer's body) restricted to
+    producers with one use and consumers whose iterators are all parallel.
+    Unlike `--linalg-fuse-elementwise-ops`, an elementwise producer is never
+    fused into a contraction or reduction, where its body would be
+    recomputed once per reduced element (a SwiGLU product fused into the
+    down projection would evaluate its sigmoid N times). Chains such as
+    bias-add → activation → gate-multiply become one loop body; the
+    producers of a GEMM are fused by --tile-and-fuse-linalg instead, one
+    tile at a time.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def InnermostParallelLoop : Pass<"innermost-parallel-loop", "mlir::func::FuncOp"> {
+  let summary = "Put a contraction's contiguous output dimension innermost";
+  let description = [{
+    Interchanges the loops of a linalg.generic with reductions so that the
+    loop indexing the last (contiguous) dimension of its output comes last,
+    after the reductions, when an input is contiguous along it too:
+    C[i,j] += A[i,k]·B[k,j] runs as (i, k, j). The innermost loop is then
+    parallel with unit-stride loads and stores, which LLVM vectorizes
+    without reassociating the floating-point reduction (the sum over k keeps
+    its order, so results do not change). Contractions whose inputs are
+    contiguous only along the reduction (q·kᵀ over the head dim) are left
+    as they are.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif
