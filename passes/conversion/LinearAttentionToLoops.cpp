@@ -80,6 +80,28 @@ struct Builder {
     return g.getResult(0);
   }
 
+  /// src broadcast to `shape` through `srcMap` (a copy, read only by a
+  /// linalg.map).
+  Value broadcast(Value src, ArrayRef<int64_t> shape, AffineMap srcMap) {
+    unsigned n = shape.size();
+    return generic(empty(shape), {src}, {srcMap, b.getMultiDimIdentityMap(n)},
+                   SmallVector<IteratorType>(n, P),
+                   [](OpBuilder &, ValueRange a) { return a[0]; });
+  }
+
+  /// linalg.map over inputs of `shape`. The exponentials of the chunked
+  /// form are computed in linalg.map ops: elementwise fusion only fuses
+  /// linalg.generic producers, which would recompute each exp once per
+  /// iteration of the consuming contraction.
+  Value mapOp(ArrayRef<int64_t> shape, ValueRange ins, BodyFn body) {
+    auto m = linalg::MapOp::create(
+        b, loc, ins, empty(shape),
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          linalg::YieldOp::create(nb, loc, ValueRange{body(nb, args)});
+        });
+    return m->getResult(0);
+  }
+
   /// x converted to f32 (and multiplied by `mul` if not 1).
   Value toF32(Value x, double mul = 1.0) {
     auto t = cast<RankedTensorType>(x.getType());
@@ -204,9 +226,18 @@ struct Shapes {
 Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
              bool batched, bool strict) {
   int64_t C = s.chunk;
-  // Dims: (g,) i, j, d.
+  // Dims: (g,) i, d, j; the reduction over d is outside the loop over j,
+  // which reads K (and G) transposed, contiguously.
   unsigned n = batched ? 4 : 3;
-  int64_t o = batched ? 1 : 0, I = o, J = o + 1, D = o + 2;
+  int64_t o = batched ? 1 : 0, I = o, D = o + 1, J = o + 2;
+  auto transposed = [&](Value t) -> Value {
+    auto tt = cast<RankedTensorType>(t.getType());
+    Value init = l.empty({tt.getDimSize(1), tt.getDimSize(0)});
+    return linalg::TransposeOp::create(l.b, l.loc, t, init,
+                                       ArrayRef<int64_t>{1, 0})
+        ->getResult(0);
+  };
+  Value kT = transposed(k);
   SmallVector<int64_t> xi, out;
   if (batched) {
     xi.push_back(0);
@@ -223,9 +254,9 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   Location loc = l.loc;
   bool channelDecay = s.decay && s.perChannel;
   if (channelDecay) {
-    return l.generic(l.zeros(outShape), {x, k, gc, gc},
-                     {l.map(n, xi), l.map(n, {J, D}), l.map(n, {I, D}),
-                      l.map(n, {J, D}), l.map(n, out)},
+    return l.generic(l.zeros(outShape), {x, kT, gc, transposed(gc)},
+                     {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}),
+                      l.map(n, {D, J}), l.map(n, out)},
                      its, [&](OpBuilder &nb, ValueRange a) -> Value {
                        Value keep = causal(nb, loc, I, J, strict);
                        Value f = decayFactor(nb, loc, keep, a[2], a[3]);
@@ -234,8 +265,8 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
                        return arith::SelectOp::create(nb, loc, keep, t, a[4]);
                      });
   }
-  Value sc = l.generic(l.zeros(outShape), {x, k},
-                       {l.map(n, xi), l.map(n, {J, D}), l.map(n, out)}, its,
+  Value sc = l.generic(l.zeros(outShape), {x, kT},
+                       {l.map(n, xi), l.map(n, {D, J}), l.map(n, out)}, its,
                        [&](OpBuilder &nb, ValueRange a) -> Value {
                          Value keep = causal(nb, loc, I, J, strict);
                          Value t = add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
@@ -243,58 +274,53 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
                        });
   if (!s.decay)
     return sc;
-  // Scalar decay: (x_i · k_j) · exp(G_i − G_j).
-  unsigned m = batched ? 3 : 2;
-  SmallVector<int64_t> all;
-  for (unsigned i = 0; i < m; ++i)
-    all.push_back(i);
-  return l.generic(
-      sc, {gc, gc, sc},
-      {l.map(m, {I, -1}), l.map(m, {J, -1}), l.map(m, all), l.map(m, all)},
-      SmallVector<IteratorType>(m, P),
-      [&](OpBuilder &nb, ValueRange a) -> Value {
-        Value keep = causal(nb, loc, I, J, strict);
-        return mul(nb, loc, a[2], decayFactor(nb, loc, keep, a[0], a[1]));
-      });
+  // Scalar decay: (x_i · k_j) · exp(G_i − G_j), the factors D [C, C]
+  // computed once.
+  Value gi = l.broadcast(gc, {C, C}, l.map(2, {0, -1}));
+  Value gj = l.broadcast(gc, {C, C}, l.map(2, {1, -1}));
+  Value dm = l.mapOp({C, C}, {gi, gj}, [&](OpBuilder &nb, ValueRange a) {
+    Value keep = causal(nb, loc, 0, 1, strict);
+    return decayFactor(nb, loc, keep, a[0], a[1]);
+  });
+  if (batched)
+    dm = l.broadcast(dm, outShape, l.map(3, {1, 2}));
+  return l.mapOp(outShape, {sc, dm}, [&](OpBuilder &nb, ValueRange a) {
+    return mul(nb, loc, a[0], a[1]);
+  });
 }
 
-/// x [C, W] ⊙ exp(g) where g is [C, Dd] (Dd = W or 1) or [Dd] (`row`),
-/// minus `sub` ([C, Dd]) when given: exp(g[d] − sub[i, d]).
+/// x [C, Dk] ⊙ exp(g) where g is [C, Dd] (Dd = Dk or 1), or with `row`,
+/// x ⊙ exp(g[d] − subtr[i, d]) where g is [Dd] and subtr [C, Dd].
 Value scaleRows(Builder &l, const Shapes &s, Value x, Value g, Value subtr,
                 bool row) {
   int64_t d = s.perChannel ? 1 : -1;
-  auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<Value> ins{x, g};
-  SmallVector<AffineMap> maps{l.map(2, {0, 1}),
-                              row ? l.map(2, {d}) : l.map(2, {0, d})};
-  if (subtr) {
-    ins.push_back(subtr);
-    maps.push_back(l.map(2, {0, d}));
-  }
-  maps.push_back(l.map(2, {0, 1}));
+  SmallVector<int64_t> shape{s.chunk, s.dk};
+  SmallVector<Value> ins{
+      x, l.broadcast(g, shape, row ? l.map(2, {d}) : l.map(2, {0, d}))};
+  if (subtr)
+    ins.push_back(l.broadcast(subtr, shape, l.map(2, {0, d})));
   Location loc = l.loc;
-  return l.generic(l.empty(t.getShape()), ins, maps, {P, P},
-                   [&](OpBuilder &nb, ValueRange a) -> Value {
-                     Value e = a[1];
-                     if (a.size() > 3)
-                       e = sub(nb, loc, e, a[2]);
-                     return mul(nb, loc, a[0], exp(nb, loc, e));
-                   });
+  return l.mapOp(shape, ins, [&](OpBuilder &nb, ValueRange a) -> Value {
+    Value e = a[1];
+    if (a.size() > 3)
+      e = sub(nb, loc, e, a[2]);
+    return mul(nb, loc, a[0], exp(nb, loc, e));
+  });
 }
 
 /// o [G, Dv] (or [G, C, Dv]) = x · S, contracting Dk.
 Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape) {
   Location loc = l.loc;
-  if (outShape.size() == 2) // (g, e, d)
+  if (outShape.size() == 2) // (g, d, e)
     return l.generic(l.zeros(outShape), {x, st},
-                     {l.map(3, {0, 2}), l.map(3, {2, 1}), l.map(3, {0, 1})},
-                     {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                     {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
+                     {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                        return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                      });
-  // (g, i, e, d)
+  // (g, i, d, e)
   return l.generic(l.zeros(outShape), {x, st},
-                   {l.map(4, {0, 1, 3}), l.map(4, {3, 2}), l.map(4, {0, 1, 2})},
-                   {P, P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                   {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
+                   {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                      return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                    });
 }
@@ -325,8 +351,8 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                                          ValueRange{bi, hb, t, l.ci(0)});
     // r = Sᵀ k, u = β (v − r)
     Value r = l.generic(l.zeros({s.dv}), {st, kt},
-                        {l.map(2, {1, 0}), l.map(2, {1}), l.map(2, {0})},
-                        {P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                        {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {1})},
+                        {R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                           return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                         });
     u = l.generic(r, {vt, r}, {l.map(1, {0}), l.map(1, {0}), l.map(1, {0})},
@@ -340,7 +366,7 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                  });
   Value o = readState(l, qt, st, {s.group, s.dv});
-  out = l.insert(o, out, {bi, hq0, t, z}, {1, s.group, 1, s.dv});
+  out = l.insert(o, out, {z, t, z}, {s.group, 1, s.dv});
   return {out, st};
 }
 
@@ -359,12 +385,12 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value Q = l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk}, {0});
   Value gc, glast;
   if (s.decay) {
-    // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, d, j).
+    // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).
     Value g = l.slice(decay, {bi, h, t0, z}, {1, 1, C, s.dd}, {0, 1});
     gc =
-        l.generic(l.zeros({C, s.dd}), {g}, {l.map(3, {2, 1}), l.map(3, {0, 1})},
-                  {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                    Value keep = causal(nb, loc, 0, 2, false);
+        l.generic(l.zeros({C, s.dd}), {g}, {l.map(3, {1, 2}), l.map(3, {0, 2})},
+                  {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                    Value keep = causal(nb, loc, 0, 1, false);
                     return arith::SelectOp::create(
                         nb, loc, keep, add(nb, loc, a[1], a[0]), a[1]);
                   });
@@ -385,8 +411,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
     // rhs = β ⊙ (V − (K ⊙ exp(G)) S)
     Value Kg = s.decay ? scaleRows(l, s, K, gc, Value(), false) : K;
     Value KS = l.generic(l.zeros({C, s.dv}), {Kg, st},
-                         {l.map(3, {0, 2}), l.map(3, {2, 1}), l.map(3, {0, 1})},
-                         {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                         {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
+                         {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                            return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                          });
     Value rhs = l.generic(
@@ -403,7 +429,7 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                  Value urow = l.slice(Uc, {i, z}, {1, s.dv}, {0});
                  Value nrow = l.generic(
                      urow, {mrow, Uc},
-                     {l.map(2, {1}), l.map(2, {1, 0}), l.map(2, {0})}, {P, R},
+                     {l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {1})}, {R, P},
                      [&](OpBuilder &nb, ValueRange a) -> Value {
                        return sub(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                      });
@@ -415,20 +441,20 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value A = scores(l, s, Q, K, gc, /*batched=*/true, /*strict=*/false);
   Value Qg = Q;
   if (s.decay) {
-    Qg = l.generic(l.empty({s.group, C, s.dk}), {Q, gc},
-                   {l.map(3, {0, 1, 2}), l.map(3, {1, s.perChannel ? 2 : -1}),
-                    l.map(3, {0, 1, 2})},
-                   {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                     return mul(nb, loc, a[0], exp(nb, loc, a[1]));
-                   });
+    Value gb = l.broadcast(gc, {s.group, C, s.dk},
+                           l.map(3, {1, s.perChannel ? 2 : -1}));
+    Qg = l.mapOp({s.group, C, s.dk}, {Q, gb},
+                 [&](OpBuilder &nb, ValueRange a) -> Value {
+                   return mul(nb, loc, a[0], exp(nb, loc, a[1]));
+                 });
   }
   Value O = readState(l, Qg, st, {s.group, C, s.dv});
   O = l.generic(O, {A, U},
-                {l.map(4, {0, 1, 3}), l.map(4, {3, 2}), l.map(4, {0, 1, 2})},
-                {P, P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
+                {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                   return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                 });
-  out = l.insert(O, out, {bi, hq0, t0, z}, {1, s.group, C, s.dv});
+  out = l.insert(O, out, {z, t0, z}, {s.group, C, s.dv});
   // State: exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U.
   Value Kh = K;
   if (s.decay) {
@@ -440,8 +466,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                    });
   }
   st = l.generic(st, {Kh, U},
-                 {l.map(3, {2, 0}), l.map(3, {2, 1}), l.map(3, {0, 1})},
-                 {P, P, R}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                 {l.map(3, {1, 0}), l.map(3, {1, 2}), l.map(3, {0, 2})},
+                 {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                  });
   return {out, st};
@@ -521,29 +547,45 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   Value out0 = l.empty({kDyn, s.hq, kDyn, s.dv}, {bsz, tp});
   Value fstate0 = l.empty({kDyn, s.hkv, s.dk, s.dv}, {bsz});
   OpFoldResult z = b.getIndexAttr(0);
-  auto outer = l.loop(
-      l.ci(0), bsz, {out0, fstate0},
-      [&](Value bi, ValueRange it) -> SmallVector<Value> {
-        auto heads = l.loop(
-            l.ci(0), l.ci(s.hkv), {it[0], it[1]},
-            [&](Value h, ValueRange it2) -> SmallVector<Value> {
-              Value st =
-                  l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
-              auto seq =
-                  l.loop(l.ci(0), steps, {it2[0], st},
-                         [&](Value t, ValueRange it3) -> SmallVector<Value> {
-                           if (chunked)
-                             return chunkStep(l, s, bi, h, t, q, k, v, decay,
-                                              beta, it3[0], it3[1]);
-                           return recurrentStep(l, s, bi, h, t, q, k, v, decay,
-                                                beta, it3[0], it3[1]);
-                         });
-              Value fs = l.insert(seq.getResult(1), it2[1], {bi, h, z, z},
-                                  {1, 1, s.dk, s.dv});
-              return {seq.getResult(0), fs};
-            });
-        return {heads.getResult(0), heads.getResult(1)};
-      });
+  // One task per (batch, KV head): an scf.forall whose iteration runs the
+  // sequential loop over tokens or chunks on the head's state and writes its
+  // query heads' output rows [G, T', Dv] and its final state.
+  auto outer = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{bsz, b.getIndexAttr(s.hkv)},
+      ValueRange{out0, fstate0}, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(outer.getTerminator());
+    Value bi = outer.getInductionVars()[0], h = outer.getInductionVars()[1];
+    Value outShared = outer.getRegionIterArgs()[0];
+    Value fsShared = outer.getRegionIterArgs()[1];
+    Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
+    auto rowsType = RankedTensorType::get({s.group, kDyn, s.dv}, l.f32);
+    SmallVector<OpFoldResult> rowsOff{bi, hq0, z, z};
+    SmallVector<OpFoldResult> rowsSize{
+        b.getIndexAttr(1), b.getIndexAttr(s.group), tp, b.getIndexAttr(s.dv)};
+    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+    Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
+                                                rowsOff, rowsSize, ones);
+    Value st = l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
+    auto seq = l.loop(l.ci(0), steps, {rows, st},
+                      [&](Value t, ValueRange it) -> SmallVector<Value> {
+                        if (chunked)
+                          return chunkStep(l, s, bi, h, t, q, k, v, decay, beta,
+                                           it[0], it[1]);
+                        return recurrentStep(l, s, bi, h, t, q, k, v, decay,
+                                             beta, it[0], it[1]);
+                      });
+    b.setInsertionPointToStart(outer.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(0), outShared,
+                                          rowsOff, rowsSize, ones);
+    SmallVector<OpFoldResult> stOff{bi, h, z, z};
+    SmallVector<OpFoldResult> stSize{b.getIndexAttr(1), b.getIndexAttr(1),
+                                     b.getIndexAttr(s.dk),
+                                     b.getIndexAttr(s.dv)};
+    tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(1), fsShared,
+                                          stOff, stSize, ones);
+  }
   Value out = outer.getResult(0);
   if (chunked) {
     SmallVector<OpFoldResult> off(4, z);

@@ -93,8 +93,13 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
   let summary = "Lower gated.linear_attention to scf.for loops over linalg on tensors";
   let description = [{
     Lowers each gated.linear_attention, in f32 (inputs extended, results
-    truncated), with scf.for loops over batch and key/value head, carrying
-    the [Dk, Dv] state, and linalg.generic / tensor slices inside:
+    truncated), to an scf.forall over (batch, key/value head), one task per
+    head (it writes the output rows of the head's query heads and its final
+    state with tensor.parallel_insert_slice), whose body is a sequential
+    scf.for carrying the [Dk, Dv] state, with linalg ops on tensor slices
+    inside (contractions ordered with the reduction outside the innermost,
+    contiguous loop; the exponentials in linalg.map ops, so that elementwise
+    fusion does not recompute them inside a contraction):
 
     - form = recurrent: one iteration per token (decay the state by
       exp(g_t), delta correction, rank-1 write, read by the query heads of

@@ -1,16 +1,17 @@
 // RUN: gatec-opt %s --convert-linear-attention-to-loops --canonicalize -split-input-file -verify-diagnostics | FileCheck %s
 
 // Chunked gated delta rule with a per-key-channel decay, GQA (2 query heads
-// per KV head), an initial state: loops over batch, KV head and chunk; the
+// per KV head), an initial state: an scf.forall over (batch, KV head) (the
+// one batch folds away), each task writing its query heads' rows and its
+// final state; inside, the loop over chunks; the
 // chunk's inclusive cumulative log-decay; the strictly causal UT matrix with
 // exp of a selected (non-positive) difference; the forward substitution;
 // the causal scores; the inter-chunk state update with exp(G_C − G_j).
 // CHECK-LABEL: func.func @chunked
-// (the loop over the one batch folds away)
-// CHECK: scf.for {{.*}} -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>)
-// CHECK: scf.for {{.*}} -> (tensor<1x4x?x6xf32>, tensor<8x6xf32>)
+// CHECK: scf.forall ({{.*}}) in (2) shared_outs({{.*}}) -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<2x?x6xf32>, tensor<8x6xf32>)
 // Cumulative sum G of the chunk's log-decays.
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<16x8xf32>)
 // CHECK: arith.cmpi ule
 // M_ij (j < i): exp only of the selected difference G_i − G_j.
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x16xf32>)
@@ -25,8 +26,11 @@
 // Scores of the 2 query heads, causal (j <= i).
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: arith.cmpi ule
-// CHECK: tensor.insert_slice {{.*}} : tensor<2x16x6xf32> into tensor<1x4x?x6xf32>
-// CHECK: scf.yield {{.*}} : tensor<1x4x?x6xf32>, tensor<8x6xf32>
+// CHECK: tensor.insert_slice {{.*}} : tensor<2x16x6xf32> into tensor<2x?x6xf32>
+// CHECK: scf.yield {{.*}} : tensor<2x?x6xf32>, tensor<8x6xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<2x?x6xf32> into tensor<1x4x?x6xf32>
+// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<8x6xf32> into tensor<1x2x8x6xf32>
 // The padded tokens are dropped from the output.
 // CHECK: tensor.extract_slice {{.*}} to tensor<1x4x?x6xf32>
 // CHECK-NOT: gated.linear_attention
@@ -41,11 +45,10 @@ func.func @chunked(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<
 // the rank-1 write, the read by the query heads; f16 in, f32 inside.
 // CHECK-LABEL: func.func @recurrent
 // CHECK: arith.extf
-// (the loop over the one KV head folds away)
-// CHECK: scf.for {{.*}} -> (tensor<?x2x?x4xf32>, tensor<2x1x4x4xf32>)
-// CHECK: scf.for {{.*}} -> (tensor<?x2x?x4xf32>, tensor<4x4xf32>)
+// CHECK: scf.forall ({{.*}}) in (2) shared_outs
+// CHECK: scf.for {{.*}} -> (tensor<2x?x4xf32>, tensor<4x4xf32>)
 // CHECK: math.exp
-// CHECK: tensor.insert_slice {{.*}} : tensor<2x4xf32> into tensor<?x2x?x4xf32>
+// CHECK: tensor.insert_slice {{.*}} : tensor<2x4xf32> into tensor<2x?x4xf32>
 // CHECK: arith.truncf
 func.func @recurrent(%q: tensor<2x2x?x4xf16>, %g: tensor<2x1x?x1xf16>) -> (tensor<2x2x?x4xf16>, tensor<2x1x4x4xf16>) {
   %k = tensor.extract_slice %q[0, 0, 0, 0] [2, 1, 5, 4] [1, 1, 1, 1] : tensor<2x2x?x4xf16> to tensor<2x1x5x4xf16>
