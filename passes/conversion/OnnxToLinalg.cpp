@@ -114,6 +114,24 @@ TypedAttr extremeAttr(Builder &b, Type t, bool negative) {
                                       : APInt::getSignedMaxValue(w));
 }
 
+/// f32 to bf16, rounded to nearest even (NaN to the quiet NaN 0x7FC0), in
+/// integer arithmetic: LLVM would call __truncsfbf2, which the model
+/// libraries do not link.
+Value truncToBF16(ImplicitLocOpBuilder &b, Value v) {
+  Type i32 = b.getI32Type(), i16 = b.getI16Type();
+  auto c = [&](int64_t x) { return scalar(b, i32, (double)x); };
+  Value bits = arith::BitcastOp::create(b, i32, v);
+  Value lsb =
+      arith::AndIOp::create(b, arith::ShRUIOp::create(b, bits, c(16)), c(1));
+  Value r =
+      arith::AddIOp::create(b, bits, arith::AddIOp::create(b, c(0x7FFF), lsb));
+  Value hi =
+      arith::TruncIOp::create(b, i16, arith::ShRUIOp::create(b, r, c(16)));
+  Value nan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, v, v);
+  hi = arith::SelectOp::create(b, nan, scalar(b, i16, 0x7FC0), hi);
+  return arith::BitcastOp::create(b, b.getBF16Type(), hi);
+}
+
 /// ONNX Cast of one scalar between float, (un)signed integer and bool
 /// types: float to integer truncates toward zero, anything to bool is
 /// `x != 0`, bool to a number is 0 or 1, integers widen by the source's
@@ -122,6 +140,8 @@ Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
   Type from0 = v.getType();
   if (from0 == to)
     return v;
+  if (to.isBF16() && !isFloat(from0)) // from an integer: through f32
+    return convert(b, convert(b, v, b.getF32Type()), to);
   bool fu = isUnsignedInt(from0), tu = isUnsignedInt(to);
   v = toSignless(b, v);
   Type from = v.getType(), to0 = to;
@@ -130,6 +150,13 @@ Value convert(ImplicitLocOpBuilder &b, Value v, Type to) {
   if (from == to)
     return done(v);
   auto ff = dyn_cast<FloatType>(from), ft = dyn_cast<FloatType>(to);
+  if (ff && ft && ft.isBF16()) {
+    if (!ff.isF32())
+      v = ff.getWidth() < 32
+              ? (Value)arith::ExtFOp::create(b, b.getF32Type(), v)
+              : (Value)arith::TruncFOp::create(b, b.getF32Type(), v);
+    return truncToBF16(b, v);
+  }
   if (ff && ft) {
     if (ff.getWidth() == ft.getWidth()) // bf16 <-> f16
       return arith::TruncFOp::create(
@@ -1610,10 +1637,17 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
                 [&](ImplicitLocOpBuilder &ib, ValueRange) {
                   Value i = arith::IndexCastOp::create(
                       ib, ib.getI64Type(), linalg::IndexOp::create(ib, 0));
+                  if (isFloat(e)) { // in f32 for narrower floats
+                    Type w = accType(e);
+                    Value iv = convert(ib, i, w);
+                    Value d = convert(ib, delta, w);
+                    return convert(
+                        ib,
+                        arith::AddFOp::create(ib, convert(ib, start, w),
+                                              arith::MulFOp::create(ib, iv, d)),
+                        e);
+                  }
                   Value iv = convert(ib, i, e);
-                  if (isFloat(e))
-                    return (Value)arith::AddFOp::create(
-                        ib, start, arith::MulFOp::create(ib, iv, delta));
                   return (Value)arith::AddIOp::create(
                       ib, start, arith::MulIOp::create(ib, iv, delta));
                 }));
