@@ -4,6 +4,7 @@
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "passes/conversion/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/onnx/Passes.h"
 #include "passes/tiling/Passes.h"
@@ -45,8 +46,12 @@ const std::vector<Phase> &getPhases() {
        }},
       {"fused", "gates fused into the kernels that produce their operands",
        [](mlir::OpPassManager &pm) {
-         // The fusion passes (issue 5) and the chunked linear-attention
-         // form (issue 6) are added here.
+         // The G1 gate is fused into the attention kernel's epilogue and
+         // GEMM epilogues into their GEMMs by the tiled phase's passes
+         // (--tile-attention, --tile-and-fuse-linalg).
+         if (pipelineOptions().widenProjections)
+           pm.addNestedPass<mlir::func::FuncOp>(
+               fusion::createWidenProjections());
          pm.addNestedPass<mlir::func::FuncOp>(
              gated::createChunkLinearAttention());
          pm.addPass(mlir::createCSEPass());
@@ -128,6 +133,7 @@ void registerGatecPasses() {
   gated::registerGatedPasses();
   conversion::registerConversionPasses();
   tiling::registerTilingPasses();
+  fusion::registerFusionPasses();
 }
 
 } // namespace gatec

@@ -29,6 +29,8 @@ struct PipelineOptions {
   /// gated.attention as the tiled online-softmax kernel with its gate in the
   /// epilogue (--tile-attention); false: the untiled reference lowering.
   bool flashAttention = true;
+  /// The projections of one activation as one GEMM (--widen-projections).
+  bool widenProjections = true;
 };
 PipelineOptions &pipelineOptions();
 

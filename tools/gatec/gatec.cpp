@@ -86,6 +86,11 @@ static cl::opt<bool> flashAttention(
     cl::desc("Attention as the tiled online-softmax kernel with the gate in "
              "its epilogue (default on; off: the untiled reference form)"),
     cl::init(true), cl::cat(gatecCat));
+static cl::opt<bool> widenProjections(
+    "widen-projections",
+    cl::desc("The projections of one activation (q, k, v, gate) as one GEMM "
+             "over concatenated weights (default on)"),
+    cl::init(true), cl::cat(gatecCat));
 static cl::opt<int64_t> inlineLimit(
     "inline-weight-limit",
     cl::desc("Initializers with more elements are dense_resource blobs"),
@@ -139,6 +144,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(gatecCat);
   cl::ParseCommandLineOptions(argc, argv, overview);
   gatec::pipelineOptions().flashAttention = flashAttention;
+  gatec::pipelineOptions().widenProjections = widenProjections;
 
   if (emit.empty()) {
     StringRef o(outputFile);

@@ -1,0 +1,137 @@
+//===- WidenProjections.cpp - --widen-projections -------------------------===//
+//
+// Horizontal GEMM fusion: the MatMuls of one activation by constant weights
+// become one MatMul by the concatenated weights, sliced per projection.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/fusion/Passes.h"
+
+#include "dialects/onnx/OnnxDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace gatec::fusion {
+#define GEN_PASS_DEF_WIDENPROJECTIONS
+#include "passes/fusion/Passes.h.inc"
+} // namespace gatec::fusion
+
+using namespace mlir;
+using namespace gatec;
+
+namespace {
+/// The bytes of a non-splat constant, row-major.
+std::optional<ArrayRef<char>> rawBytes(ElementsAttr attr) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    if (dense.isSplat())
+      return std::nullopt;
+    return dense.getRawData();
+  }
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr))
+    if (AsmResourceBlob *blob = res.getRawHandle().getBlob())
+      return blob->getData();
+  return std::nullopt;
+}
+
+/// A projection x · W whose W is a 2-D constant with its bytes.
+struct Projection {
+  onnx::MatMulOp op;
+  onnx::ConstantOp weight;
+  ArrayRef<char> bytes;
+  int64_t k, n;
+};
+
+std::optional<Projection> asProjection(onnx::MatMulOp op) {
+  auto c = op.getB().getDefiningOp<onnx::ConstantOp>();
+  auto rt = dyn_cast<RankedTensorType>(op.getType());
+  auto at = dyn_cast<RankedTensorType>(op.getA().getType());
+  if (!c || !rt || !at || at.getRank() < 2)
+    return std::nullopt;
+  auto wt = dyn_cast<RankedTensorType>(c.getType());
+  if (!wt || wt.getRank() != 2 || !wt.hasStaticShape() ||
+      !wt.getElementType().isIntOrFloat() ||
+      wt.getElementType().getIntOrFloatBitWidth() % 8)
+    return std::nullopt;
+  auto bytes = rawBytes(c.getValue());
+  int64_t elemBytes = wt.getElementType().getIntOrFloatBitWidth() / 8;
+  if (!bytes || (int64_t)bytes->size() != wt.getNumElements() * elemBytes)
+    return std::nullopt;
+  return Projection{op, c, *bytes, wt.getDimSize(0), wt.getDimSize(1)};
+}
+
+void widen(MutableArrayRef<Projection> group) {
+  onnx::MatMulOp first = group.front().op;
+  MLIRContext *ctx = first.getContext();
+  auto wt = cast<RankedTensorType>(group.front().weight.getType());
+  Type et = wt.getElementType();
+  int64_t elemBytes = et.getIntOrFloatBitWidth() / 8, k = group.front().k;
+  int64_t total = 0;
+  for (Projection &p : group)
+    total += p.n;
+
+  // [K, N1 + ... + Nn]: row r is the rows r of every weight, side by side.
+  std::vector<char> bytes;
+  bytes.reserve(k * total * elemBytes);
+  for (int64_t r = 0; r < k; ++r)
+    for (Projection &p : group)
+      bytes.insert(bytes.end(), p.bytes.begin() + r * p.n * elemBytes,
+                   p.bytes.begin() + (r + 1) * p.n * elemBytes);
+  auto type = RankedTensorType::get({k, total}, et);
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(bytes), alignof(double));
+  auto attr = DenseResourceElementsAttr::get(type, "widened_projection",
+                                             std::move(blob));
+  SmallVector<Location> weightLocs, opLocs;
+  for (Projection &p : group) {
+    weightLocs.push_back(p.weight.getLoc());
+    opLocs.push_back(p.op.getLoc());
+  }
+
+  OpBuilder b(first);
+  Location loc = FusedLoc::get(ctx, opLocs);
+  Value w = onnx::ConstantOp::create(b, FusedLoc::get(ctx, weightLocs), attr);
+  auto rt = cast<RankedTensorType>(first.getType());
+  SmallVector<int64_t> shape(rt.getShape());
+  shape.back() = total;
+  Value wide = onnx::MatMulOp::create(
+      b, loc, RankedTensorType::get(shape, rt.getElementType()), first.getA(),
+      w);
+
+  auto i64s = [&](int64_t v) -> Value {
+    auto t = RankedTensorType::get({1}, b.getI64Type());
+    auto attr = DenseElementsAttr::get(t, ArrayRef<int64_t>{v});
+    return onnx::ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
+  };
+  Value axes = i64s(-1), steps = i64s(1);
+  int64_t offset = 0;
+  for (Projection &p : group) {
+    Value slice =
+        onnx::SliceOp::create(b, p.op.getLoc(), p.op.getType(), wide,
+                              i64s(offset), i64s(offset + p.n), axes, steps);
+    offset += p.n;
+    p.op.getResult().replaceAllUsesWith(slice);
+  }
+  for (Projection &p : group)
+    p.op.erase(); // after the slices: `first` is the insertion point
+}
+
+struct WidenProjectionsPass
+    : fusion::impl::WidenProjectionsBase<WidenProjectionsPass> {
+  void runOnOperation() override {
+    // Projections of each activation, in program order, grouped by the
+    // weights' element type and K.
+    llvm::MapVector<std::tuple<Value, Type, int64_t>, SmallVector<Projection>>
+        groups;
+    getOperation().walk([&](onnx::MatMulOp op) {
+      if (auto p = asProjection(op))
+        groups[{op.getA(),
+                cast<ShapedType>(p->weight.getType()).getElementType(), p->k}]
+            .push_back(*p);
+    });
+    for (auto &[key, group] : groups)
+      if (group.size() > 1)
+        widen(group);
+  }
+};
+} // namespace
