@@ -309,16 +309,21 @@ Value scaleRows(Builder &l, const Shapes &s, Value x, Value g, Value subtr,
 }
 
 /// o [G, Dv] (or [G, C, Dv]) = x · S, contracting Dk.
-Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape) {
+/// `dest` is the slice of the output it is written to (computed in place).
+Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape,
+                Value dest) {
   Location loc = l.loc;
+  Value init =
+      linalg::FillOp::create(l.b, loc, ValueRange{l.cf(0.0)}, ValueRange{dest})
+          .getResult(0);
   if (outShape.size() == 2) // (g, d, e)
-    return l.generic(l.zeros(outShape), {x, st},
+    return l.generic(init, {x, st},
                      {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
                      {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                        return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                      });
   // (g, i, d, e)
-  return l.generic(l.zeros(outShape), {x, st},
+  return l.generic(init, {x, st},
                    {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
                    {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                      return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
@@ -365,7 +370,8 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                  {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                  });
-  Value o = readState(l, qt, st, {s.group, s.dv});
+  Value o = readState(l, qt, st, {s.group, s.dv},
+                      l.slice(out, {z, t, z}, {s.group, 1, s.dv}, {1}));
   out = l.insert(o, out, {z, t, z}, {s.group, 1, s.dv});
   return {out, st};
 }
@@ -448,7 +454,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                    return mul(nb, loc, a[0], exp(nb, loc, a[1]));
                  });
   }
-  Value O = readState(l, Qg, st, {s.group, C, s.dv});
+  Value O = readState(l, Qg, st, {s.group, C, s.dv},
+                      l.slice(out, {z, t0, z}, {s.group, C, s.dv}, {}));
   O = l.generic(O, {A, U},
                 {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
                 {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -529,64 +536,83 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   Value state0 = op.getInitialState()
                      ? l.toF32(op.getInitialState())
                      : l.zeros({kDyn, s.hkv, s.dk, s.dv}, {bsz});
-  Value steps = len, tp = len;
-  if (chunked) {
-    // ceil(T / C) chunks; the inputs padded to a whole number of them.
-    Value cm1 = l.ci(s.chunk - 1);
-    steps = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, len, cm1), l.ci(s.chunk));
-    tp = arith::MulIOp::create(b, loc, steps, l.ci(s.chunk));
-    q = padTokens(l, q, tp, 0.0);
-    k = padTokens(l, k, tp, 0.0);
-    v = padTokens(l, v, tp, 0.0);
-    if (s.decay)
-      decay = padTokens(l, decay, tp, 0.0);
-    if (s.delta)
-      beta = padTokens(l, beta, tp, 0.0);
-  }
-  Value out0 = l.empty({kDyn, s.hq, kDyn, s.dv}, {bsz, tp});
-  Value fstate0 = l.empty({kDyn, s.hkv, s.dk, s.dv}, {bsz});
   OpFoldResult z = b.getIndexAttr(0);
-  // One task per (batch, KV head): an scf.forall whose iteration runs the
-  // sequential loop over tokens or chunks on the head's state and writes its
-  // query heads' output rows [G, T', Dv] and its final state.
-  auto outer = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{bsz, b.getIndexAttr(s.hkv)},
-      ValueRange{out0, fstate0}, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(outer.getTerminator());
-    Value bi = outer.getInductionVars()[0], h = outer.getInductionVars()[1];
-    Value outShared = outer.getRegionIterArgs()[0];
-    Value fsShared = outer.getRegionIterArgs()[1];
-    Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
-    auto rowsType = RankedTensorType::get({s.group, kDyn, s.dv}, l.f32);
-    SmallVector<OpFoldResult> rowsOff{bi, hq0, z, z};
-    SmallVector<OpFoldResult> rowsSize{
-        b.getIndexAttr(1), b.getIndexAttr(s.group), tp, b.getIndexAttr(s.dv)};
-    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
-    Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
-                                                rowsOff, rowsSize, ones);
-    Value st = l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
-    auto seq = l.loop(l.ci(0), steps, {rows, st},
-                      [&](Value t, ValueRange it) -> SmallVector<Value> {
-                        if (chunked)
-                          return chunkStep(l, s, bi, h, t, q, k, v, decay, beta,
-                                           it[0], it[1]);
-                        return recurrentStep(l, s, bi, h, t, q, k, v, decay,
+  // The loops, on inputs of tp tokens in `steps` steps.
+  auto emit = [&](Value q, Value k, Value v, Value decay, Value beta, Value tp,
+                  Value steps) -> SmallVector<Value> {
+    Value out0 = l.empty({kDyn, s.hq, kDyn, s.dv}, {bsz, tp});
+    Value fstate0 = l.empty({kDyn, s.hkv, s.dk, s.dv}, {bsz});
+    // One task per (batch, KV head): an scf.forall whose iteration runs the
+    // sequential loop over tokens or chunks on the head's state and writes its
+    // query heads' output rows [G, T', Dv] and its final state.
+    auto outer = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{bsz, b.getIndexAttr(s.hkv)},
+        ValueRange{out0, fstate0}, std::nullopt);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(outer.getTerminator());
+      Value bi = outer.getInductionVars()[0], h = outer.getInductionVars()[1];
+      Value outShared = outer.getRegionIterArgs()[0];
+      Value fsShared = outer.getRegionIterArgs()[1];
+      Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
+      auto rowsType = RankedTensorType::get({s.group, kDyn, s.dv}, l.f32);
+      SmallVector<OpFoldResult> rowsOff{bi, hq0, z, z};
+      SmallVector<OpFoldResult> rowsSize{
+          b.getIndexAttr(1), b.getIndexAttr(s.group), tp, b.getIndexAttr(s.dv)};
+      SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+      Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
+                                                  rowsOff, rowsSize, ones);
+      Value st = l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
+      auto seq = l.loop(l.ci(0), steps, {rows, st},
+                        [&](Value t, ValueRange it) -> SmallVector<Value> {
+                          if (chunked)
+                            return chunkStep(l, s, bi, h, t, q, k, v, decay,
                                              beta, it[0], it[1]);
-                      });
-    b.setInsertionPointToStart(outer.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(0), outShared,
-                                          rowsOff, rowsSize, ones);
-    SmallVector<OpFoldResult> stOff{bi, h, z, z};
-    SmallVector<OpFoldResult> stSize{b.getIndexAttr(1), b.getIndexAttr(1),
-                                     b.getIndexAttr(s.dk),
-                                     b.getIndexAttr(s.dv)};
-    tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(1), fsShared,
-                                          stOff, stSize, ones);
+                          return recurrentStep(l, s, bi, h, t, q, k, v, decay,
+                                               beta, it[0], it[1]);
+                        });
+      b.setInsertionPointToStart(outer.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(0), outShared,
+                                            rowsOff, rowsSize, ones);
+      SmallVector<OpFoldResult> stOff{bi, h, z, z};
+      SmallVector<OpFoldResult> stSize{b.getIndexAttr(1), b.getIndexAttr(1),
+                                       b.getIndexAttr(s.dk),
+                                       b.getIndexAttr(s.dv)};
+      tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(1), fsShared,
+                                            stOff, stSize, ones);
+    }
+    return {outer.getResult(0), outer.getResult(1)};
+  };
+  SmallVector<Value> res;
+  if (!chunked) {
+    res = emit(q, k, v, decay, beta, len, len);
+  } else {
+    // ceil(T / C) chunks; when T is not a multiple of C the inputs are
+    // padded to a whole number of them (a copy), else used as they are.
+    Value C = l.ci(s.chunk);
+    Value steps = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, len, l.ci(s.chunk - 1)), C);
+    Value whole =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              arith::RemUIOp::create(b, loc, len, C), l.ci(0));
+    TypeRange types{RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32),
+                    RankedTensorType::get({kDyn, s.hkv, s.dk, s.dv}, l.f32)};
+    auto ifOp = scf::IfOp::create(b, loc, types, whole, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, loc, emit(q, k, v, decay, beta, len, steps));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      Value tp = arith::MulIOp::create(b, loc, steps, C);
+      auto pad = [&](Value x) { return x ? padTokens(l, x, tp, 0.0) : x; };
+      scf::YieldOp::create(
+          b, loc,
+          emit(pad(q), pad(k), pad(v), pad(decay), pad(beta), tp, steps));
+    }
+    res = {ifOp.getResult(0), ifOp.getResult(1)};
   }
-  Value out = outer.getResult(0);
+
+  Value out = res[0];
   if (chunked) {
     SmallVector<OpFoldResult> off(4, z);
     SmallVector<OpFoldResult> sz{bsz, b.getIndexAttr(s.hq), len,
@@ -603,7 +629,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
     return x;
   };
   Value o = finish(out, op.getOutput().getType());
-  Value fs = finish(outer.getResult(1), op.getFinalState().getType());
+  Value fs = finish(res[1], op.getFinalState().getType());
   op.getOutput().replaceAllUsesWith(o);
   op.getFinalState().replaceAllUsesWith(fs);
   op.erase();
