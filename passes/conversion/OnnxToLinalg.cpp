@@ -2303,6 +2303,204 @@ LogicalResult lower(onnx::RotaryEmbeddingOp op, Lowerer &l) {
       }));
 }
 
+/// [B, S, H * D] as [B, H, S, D] (the heads of a 3-D Attention input).
+Value splitHeads(Lowerer &l, Value x, int64_t heads) {
+  RankedTensorType t = l.typeOf(x);
+  int64_t hid = t.getDimSize(2);
+  int64_t d = hid == ShapedType::kDynamic ? ShapedType::kDynamic : hid / heads;
+  auto t4 = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), heads, d},
+                                  t.getElementType());
+  OpFoldResult dd = l.divTrunc(l.dim(x, 2), l.idx(heads));
+  Value e = tensor::ExpandShapeOp::create(
+      l.b, t4, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}},
+      SmallVector<OpFoldResult>{l.dim(x, 0), l.dim(x, 1), l.idx(heads), dd});
+  SmallVector<OpFoldResult> sizes{l.dim(e, 0), l.idx(heads), l.dim(e, 1), dd};
+  auto tt = RankedTensorType::get({t.getDimSize(0), heads, t.getDimSize(1), d},
+                                  t.getElementType());
+  return linalg::TransposeOp::create(l.b, e, l.empty(tt, sizes),
+                                     ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult()[0];
+}
+
+/// ONNX Attention-23/24 in the forms raising leaves (KV cache, softcap,
+/// qk_matmul_output, nonpad_kv_seqlen, ...), as the ONNX reference computes
+/// it: K, V = concat(past, new) (the present outputs); scores = scale *
+/// Q K^T in f32 (or f64), query head h reading KV head h / (Hq / Hkv);
+/// softcap; + the mask (bool: -inf where false; padded with -inf where
+/// shorter than the keys), the causal bias (-inf where j > past + i) and
+/// the padding of nonpad_kv_seqlen; softmax over the keys; Y = P V.
+LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
+  Value q = l.in[0], k = l.in[1], v = l.in[2], mask = l.in[3];
+  Value pastK = l.in[4], pastV = l.in[5], nonpad = l.in[6];
+  ImplicitLocOpBuilder &b = l.b;
+  bool packed = l.rankOf(q) == 3;
+  if (packed != (l.rankOf(k) == 3) || packed != (l.rankOf(v) == 3) ||
+      (!packed && l.rankOf(q) != 4))
+    return l.fail("Q, K, V not all 3-D or all 4-D");
+  if (packed) {
+    if (!op.getQNumHeads() || !op.getKvNumHeads() || *op.getQNumHeads() <= 0 ||
+        *op.getKvNumHeads() <= 0)
+      return l.fail("3-D inputs without q_num_heads and kv_num_heads");
+    q = splitHeads(l, q, *op.getQNumHeads());
+    k = splitHeads(l, k, *op.getKvNumHeads());
+    v = splitHeads(l, v, *op.getKvNumHeads());
+  }
+  if (pastK)
+    k = tensor::ConcatOp::create(b, 2, ValueRange{pastK, k});
+  if (pastV)
+    v = tensor::ConcatOp::create(b, 2, ValueRange{pastV, v});
+  RankedTensorType qt = l.typeOf(q), kt = l.typeOf(k), vt = l.typeOf(v);
+  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  if (hq == ShapedType::kDynamic || hkv == ShapedType::kDynamic ||
+      vt.getDimSize(1) != hkv || hq % hkv)
+    return l.fail("head counts unknown or not a multiple of the KV heads'");
+  int64_t reps = hq / hkv;
+  double scale;
+  if (op.getScale()) {
+    scale = op.getScale()->convertToDouble();
+  } else {
+    if (qt.isDynamicDim(3))
+      return l.fail("no scale and a head size unknown at compile time");
+    scale = 1.0 / std::sqrt((double)qt.getDimSize(3));
+  }
+  Type e = qt.getElementType(), acc = accType(e);
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+  // scores [B, Hq, Sq, Skv] over the loops (b, h, i, j, d)
+  OpFoldResult skv = l.dim(k, 2);
+  SmallVector<OpFoldResult> ssizes{l.dim(q, 0), l.idx(hq), l.dim(q, 2), skv};
+  auto st = RankedTensorType::get(
+      {qt.getDimSize(0), hq, qt.getDimSize(2), kt.getDimSize(2)}, acc);
+  Value scores = contract(
+      l, st, l.sizesOf(st, ssizes), {q, k},
+      {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+       AffineMap::get(5, 0, {d(0), d(1).floorDiv(reps), d(3), d(4)}, ctx)},
+      5, true);
+  double softcap = op.getSoftcap().convertToDouble();
+  int64_t mode = (int64_t)op.getQkMatmulOutputMode();
+  // Past length: the causal diagonal moves right by it.
+  OpFoldResult past = pastK ? l.dim(pastK, 2) : l.idx(0);
+  Value pastV_ = l.val(past);
+  Value maskLen = mask ? l.val(l.dim(mask, l.rankOf(mask) - 1)) : Value();
+  bool causal = op.getIsCausal() != 0;
+  auto inf = [&](ImplicitLocOpBuilder &ib, bool negative) {
+    return arith::ConstantOp::create(
+        ib, ib.getFloatAttr(
+                acc, APFloat::getInf(cast<FloatType>(acc).getFloatSemantics(),
+                                     negative)));
+  };
+  // scale, then softcap (qk_matmul_output modes 0 and 1 return this)
+  Value capped = l.elementwise(
+      st, {scores}, [&](ImplicitLocOpBuilder &ib, ValueRange a) -> Value {
+        Value x = arith::MulFOp::create(ib, a[0], scalar(ib, acc, scale));
+        if (!(softcap > 0))
+          return x;
+        Value c = scalar(ib, acc, softcap);
+        Value t = math::TanhOp::create(ib, arith::DivFOp::create(ib, x, c));
+        return arith::MulFOp::create(ib, t, c);
+      });
+  Value biased =
+      l.elementwise(st, {capped}, [&](ImplicitLocOpBuilder &ib, ValueRange a) {
+        Value sc = a[0];
+        SmallVector<Value> at;
+        for (int64_t i = 0; i < 4; ++i)
+          at.push_back(linalg::IndexOp::create(ib, i));
+        Value ninf = inf(ib, true), zero = scalar(ib, acc, 0);
+        Value bias = zero;
+        if (mask) {
+          RankedTensorType mt = l.typeOf(mask);
+          int64_t mr = mt.getRank();
+          SmallVector<Value> mi;
+          for (int64_t m = 0; m < mr; ++m) {
+            int64_t dd = 4 - mr + m;
+            mi.push_back(mt.getDimSize(m) == 1 ? cidx(ib, 0) : at[dd]);
+          }
+          Value in = arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, at[3],
+                                           maskLen);
+          mi.back() = arith::SelectOp::create(ib, in, at[3], cidx(ib, 0));
+          Value mv = tensor::ExtractOp::create(ib, mask, mi);
+          Value mb = mt.getElementType().isInteger(1)
+                         ? (Value)arith::SelectOp::create(ib, mv, zero, ninf)
+                         : convert(ib, mv, acc);
+          bias = arith::SelectOp::create(ib, in, mb, ninf);
+        }
+        if (causal) {
+          Value lim = arith::AddIOp::create(ib, at[2], pastV_);
+          Value after =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::ugt, at[3], lim);
+          bias = arith::SelectOp::create(
+              ib, after, arith::AddFOp::create(ib, bias, ninf), bias);
+        }
+        if (nonpad) {
+          Value n = arith::IndexCastOp::create(
+              ib, ib.getIndexType(),
+              tensor::ExtractOp::create(ib, nonpad, ValueRange{at[0]}));
+          Value padded =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, at[3], n);
+          bias = arith::SelectOp::create(
+              ib, padded, arith::AddFOp::create(ib, bias, ninf), bias);
+        }
+        return arith::AddFOp::create(ib, sc, bias);
+      });
+  // softmax over the keys
+  Value mx = l.reduce(
+      biased, {3}, acc, extremeAttr(b, acc, true), {},
+      [&](ImplicitLocOpBuilder &ib, Value a, Value x, ValueRange) -> Value {
+        return arith::MaximumFOp::create(ib, a, x);
+      });
+  Value sum = l.reduce(biased, {3}, acc, scalarAttr(b, acc, 0), {mx},
+                       [&](ImplicitLocOpBuilder &ib, Value a, Value x,
+                           ValueRange rows) -> Value {
+                         Value ex = math::ExpOp::create(
+                             ib, arith::SubFOp::create(ib, x, rows[0]));
+                         return arith::AddFOp::create(ib, a, ex);
+                       });
+  AffineMap row = l.dropMap(4, {3});
+  Value probs = l.generic(st, l.sizesOf(st, ssizes), {biased, mx, sum},
+                          {b.getMultiDimIdentityMap(4), row, row},
+                          [&](ImplicitLocOpBuilder &ib, ValueRange a) -> Value {
+                            Value ex = math::ExpOp::create(
+                                ib, arith::SubFOp::create(ib, a[0], a[1]));
+                            return arith::DivFOp::create(ib, ex, a[2]);
+                          });
+  // Y [B, Hq, Sq, Dv] over the loops (b, h, i, e, j)
+  auto yt = RankedTensorType::get(
+      {qt.getDimSize(0), hq, qt.getDimSize(2), vt.getDimSize(3)}, e);
+  SmallVector<OpFoldResult> ysizes{l.dim(q, 0), l.idx(hq), l.dim(q, 2),
+                                   l.dim(v, 3)};
+  Value y = contract(
+      l, yt, l.sizesOf(yt, ysizes), {probs, v},
+      {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+       AffineMap::get(5, 0, {d(0), d(1).floorDiv(reps), d(4), d(3)}, ctx)},
+      5);
+  if (packed) { // back to [B, Sq, Hq * Dv]
+    auto tt = RankedTensorType::get(
+        {qt.getDimSize(0), qt.getDimSize(2), hq, vt.getDimSize(3)}, e);
+    SmallVector<OpFoldResult> tsizes{ysizes[0], ysizes[2], ysizes[1],
+                                     ysizes[3]};
+    y = linalg::TransposeOp::create(b, y, l.empty(tt, tsizes),
+                                    ArrayRef<int64_t>{0, 2, 1, 3})
+            .getResult()[0];
+    y = tensor::CollapseShapeOp::create(
+        b, y, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+  l.out.push_back(l.castTo(y, l.resultType(0)));
+  l.out.push_back(l.resultType(1) ? l.castTo(k, l.resultType(1)) : Value());
+  l.out.push_back(l.resultType(2) ? l.castTo(v, l.resultType(2)) : Value());
+  if (RankedTensorType ot = l.resultType(3)) {
+    Value qk = mode == 2 ? biased : mode == 3 ? probs : capped;
+    l.out.push_back(
+        l.castTo(l.elementwise(st.clone(ot.getElementType()), {qk},
+                               [&](ImplicitLocOpBuilder &ib, ValueRange a) {
+                                 return convert(ib, a[0], ot.getElementType());
+                               }),
+                 ot));
+  } else {
+    l.out.push_back(Value());
+  }
+  return success();
+}
+
 /// CumSum along an axis that may come at run time: each output element
 /// sums its run of the axis ([0, i] forward, [i, n) reversed, without i
 /// itself when exclusive) in accType, in a loop of the generic's body.
@@ -2418,10 +2616,10 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReduceL2Op>([&](auto o) { return lowerReduce(o, l); })
       .Case<WhereOp, CastOp, CastLikeOp, IsInfOp, IsNaNOp, DropoutOp, ClipOp,
-            MatMulOp, GemmOp, EinsumOp, CumSumOp, RotaryEmbeddingOp, ShapeOp,
-            SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp, FlattenOp,
-            UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp, SplitOp,
-            ExpandOp, GatherOp, TileOp, TriluOp>(
+            MatMulOp, GemmOp, EinsumOp, CumSumOp, RotaryEmbeddingOp,
+            AttentionOp, ShapeOp, SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp,
+            FlattenOp, UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp,
+            SplitOp, ExpandOp, GatherOp, TileOp, TriluOp>(
           [&](auto o) { return lower(o, l); })
       .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
 }

@@ -218,6 +218,14 @@ case("rotary_3d_interleaved_partial", N("RotaryEmbedding", ["x", "c", "s", "p"],
 case("rotary_no_position_ids", N("RotaryEmbedding", ["x", "c", "s"]),
      {"x": f32(1, 2, 3, 4), "c": np.cos(f32(1, 3, 2)), "s": np.sin(f32(1, 3, 2))})
 
+case("attention_past_softcap_causal_gqa",
+     N("Attention", ["q", "k", "v", "m", "pk", "pv"], ["y", "ck", "cv"], is_causal=1, softcap=2.0),
+     {"q": f32(2, 4, 3, 8), "k": f32(2, 2, 3, 8), "v": f32(2, 2, 3, 6), "m": rng.random((3, 5)) > 0.2,
+      "pk": f32(2, 2, 2, 8), "pv": f32(2, 2, 2, 6)}, ["y", "ck", "cv"])
+case("attention_3d_qk_output_bias", N("Attention", ["q", "k", "v", "m"], ["y", "", "", "qk"], q_num_heads=2,
+                                      kv_num_heads=2, qk_matmul_output_mode=2, scale=0.3),
+     {"q": f32(2, 3, 8), "k": f32(2, 5, 8), "v": f32(2, 5, 4), "m": f32(2, 1, 3, 5)}, ["y", "qk"])
+
 # --- CumSum and reductions whose axes are graph inputs ---------------------------
 for ex in [0, 1]:
     for rev in [0, 1]:
