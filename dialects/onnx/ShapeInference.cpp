@@ -1147,9 +1147,44 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
   if (terms.size() != getInputs().size())
     return emitOpError() << "equation has " << terms.size()
                          << " operands, the node has " << getInputs().size();
+  // An ellipsis: labels of their own (unused letters) for the leading dims
+  // each operand has beyond its labels, aligned from the right.
+  std::string ellLabels;
   if (eq.find("...") != std::string::npos) {
-    r.push_back(UnrankedTensorType::get(e));
-    return success();
+    SmallVector<int64_t> n;
+    int64_t ell = 0;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      auto s = shapeOf(getInputs()[i]);
+      size_t at = terms[i].find("...");
+      if (!s && at != std::string::npos) {
+        r.push_back(UnrankedTensorType::get(e));
+        return success();
+      }
+      int64_t k = at == std::string::npos
+                      ? 0
+                      : (int64_t)s->size() - ((int64_t)terms[i].size() - 3);
+      if (k < 0)
+        return emitOpError()
+               << "operand " << i << " has rank " << s->size()
+               << ", fewer than the labels of '" << terms[i] << "'";
+      n.push_back(k);
+      ell = std::max(ell, k);
+    }
+    for (char c = 'A'; c <= 'Z' && (int64_t)ellLabels.size() < ell; ++c)
+      if (eq.find(c) == std::string::npos)
+        ellLabels.push_back(c);
+    if ((int64_t)ellLabels.size() < ell)
+      return emitOpError() << "ellipsis of too many dims";
+    auto expand = [&](const std::string &t, int64_t k) {
+      size_t at = t.find("...");
+      if (at == std::string::npos)
+        return t;
+      return t.substr(0, at) + ellLabels.substr(ell - k) + t.substr(at + 3);
+    };
+    for (size_t i = 0; i < terms.size(); ++i)
+      terms[i] = expand(terms[i], n[i]);
+    if (arrow != std::string::npos)
+      eq = eq.substr(0, arrow + 2) + expand(eq.substr(arrow + 2), ell);
   }
   std::map<char, int64_t> dims;
   std::map<char, int> count;
@@ -1176,9 +1211,10 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
   std::string out;
   if (arrow != std::string::npos) {
     out = eq.substr(arrow + 2);
-  } else {
+  } else { // the ellipsis, then the labels seen once, sorted
+    out = ellLabels;
     for (auto &[c, n] : count)
-      if (n == 1)
+      if (n == 1 && ellLabels.find(c) == std::string::npos)
         out.push_back(c);
   }
   Shape shape;

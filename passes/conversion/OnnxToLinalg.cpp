@@ -1167,34 +1167,59 @@ struct Einsum {
   std::string output;
 };
 
-FailureOr<Einsum> parseEinsum(StringRef equation, size_t nInputs,
+/// An ellipsis stands for the leading dims a term's operand has beyond its
+/// labels; they get labels of their own (unused characters), aligned from
+/// the right across the operands. A label repeated in one term reads the
+/// operand's diagonal.
+FailureOr<Einsum> parseEinsum(StringRef equation, ArrayRef<int64_t> ranks,
                               std::string &why) {
   std::string eq;
   for (char c : equation)
     if (c != ' ')
       eq.push_back(c);
-  if (eq.find("...") != std::string::npos)
-    return why = "einsum with an ellipsis", failure();
   Einsum e;
   size_t arrow = eq.find("->");
   SmallVector<StringRef> parts;
   StringRef(eq).substr(0, arrow).split(parts, ',');
+  if (parts.size() != ranks.size())
+    return why = "einsum terms do not match the inputs", failure();
+  std::string spare; // characters no term uses, for the ellipsis dims
+  for (char c = '0'; c <= '9'; ++c)
+    if (eq.find(c) == std::string::npos)
+      spare.push_back(c);
+  SmallVector<int64_t> nEll;
+  int64_t ell = 0;
+  for (auto [p, r] : llvm::zip(parts, ranks)) {
+    size_t at = p.find("...");
+    int64_t n = at == StringRef::npos ? 0 : r - ((int64_t)p.size() - 3);
+    if (n < 0 || (at == StringRef::npos && (int64_t)p.size() != r))
+      return why = "einsum term of another rank than its operand", failure();
+    nEll.push_back(n);
+    ell = std::max(ell, n);
+  }
+  if (ell > (int64_t)spare.size())
+    return why = "einsum ellipsis of too many dims", failure();
+  std::string ellLabels = spare.substr(0, ell);
+  auto expand = [&](StringRef p, int64_t n) {
+    size_t at = p.find("...");
+    if (at == StringRef::npos)
+      return p.str();
+    return (p.substr(0, at) + StringRef(ellLabels).take_back(n) +
+            p.substr(at + 3))
+        .str();
+  };
   std::map<char, int> count;
-  for (StringRef p : parts) {
-    e.terms.push_back(p.str());
-    for (char c : p)
-      if (llvm::count(p, c) > 1)
-        return why = "einsum with a repeated label in one operand", failure();
-    for (char c : p)
+  for (auto [p, n] : llvm::zip(parts, nEll)) {
+    e.terms.push_back(expand(p, n));
+    for (char c : e.terms.back())
       ++count[c];
   }
-  if (e.terms.size() != nInputs)
-    return why = "einsum terms do not match the inputs", failure();
   if (arrow != std::string::npos) {
-    e.output = eq.substr(arrow + 2);
-  } else {
-    for (auto [c, n] : count) // implicit form: labels seen once, sorted
-      if (n == 1)
+    e.output = expand(StringRef(eq).substr(arrow + 2), ell);
+  } else { // implicit form: the ellipsis, then labels seen once, sorted
+    e.output = ellLabels;
+    for (auto [c, n] : count)
+      if (n == 1 && ellLabels.find(c) == std::string::npos)
         e.output.push_back(c);
   }
   for (char c : e.output)
@@ -1205,7 +1230,10 @@ FailureOr<Einsum> parseEinsum(StringRef equation, size_t nInputs,
 
 LogicalResult lower(onnx::EinsumOp op, Lowerer &l) {
   std::string why;
-  FailureOr<Einsum> e = parseEinsum(op.getEquation(), l.in.size(), why);
+  SmallVector<int64_t> ranks;
+  for (Value v : l.in)
+    ranks.push_back(l.rankOf(v));
+  FailureOr<Einsum> e = parseEinsum(op.getEquation(), ranks, why);
   if (failed(e))
     return l.fail(why);
   // Loops: the output labels in order, then the summed labels.
@@ -1222,6 +1250,18 @@ LogicalResult lower(onnx::EinsumOp op, Lowerer &l) {
       exprs.push_back(l.b.getAffineDimExpr(loops.find(c)));
     maps.push_back(AffineMap::get(loops.size(), 0, exprs, ctx));
   }
+  // A label's operands must agree on its size (no broadcasting of 1s).
+  std::map<char, int64_t> known;
+  for (auto [t, v] : llvm::zip(e->terms, l.in))
+    for (auto [p, c] : llvm::enumerate(t)) {
+      int64_t n = l.typeOf(v).getDimSize(p);
+      if (n == ShapedType::kDynamic)
+        continue;
+      auto [it, fresh] = known.insert({c, n});
+      if (!fresh && it->second != n)
+        return l.fail("einsum operands of different sizes for one label "
+                      "(broadcasting)");
+    }
   SmallVector<OpFoldResult> sizes;
   for (char c : e->output)
     for (auto [t, v] : llvm::zip(e->terms, l.in))
@@ -2456,13 +2496,19 @@ LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
                          return arith::AddFOp::create(ib, a, ex);
                        });
   AffineMap row = l.dropMap(4, {3});
-  Value probs = l.generic(st, l.sizesOf(st, ssizes), {biased, mx, sum},
-                          {b.getMultiDimIdentityMap(4), row, row},
-                          [&](ImplicitLocOpBuilder &ib, ValueRange a) -> Value {
-                            Value ex = math::ExpOp::create(
-                                ib, arith::SubFOp::create(ib, a[0], a[1]));
-                            return arith::DivFOp::create(ib, ex, a[2]);
-                          });
+  Value probs = l.generic(
+      st, l.sizesOf(st, ssizes), {biased, mx, sum},
+      {b.getMultiDimIdentityMap(4), row, row},
+      [&](ImplicitLocOpBuilder &ib, ValueRange a) -> Value {
+        Value ex =
+            math::ExpOp::create(ib, arith::SubFOp::create(ib, a[0], a[1]));
+        // A fully masked row (max -inf) attends to nothing: zeros, as
+        // onnxruntime (the reference's 0/0 would give NaN).
+        Value none = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, a[1],
+                                           inf(ib, true));
+        return arith::SelectOp::create(ib, none, scalar(ib, acc, 0),
+                                       arith::DivFOp::create(ib, ex, a[2]));
+      });
   // Y [B, Hq, Sq, Dv] over the loops (b, h, i, e, j)
   auto yt = RankedTensorType::get(
       {qt.getDimSize(0), hq, qt.getDimSize(2), vt.getDimSize(3)}, e);

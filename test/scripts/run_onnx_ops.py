@@ -157,6 +157,10 @@ case("einsum_attention", N("Einsum", ["q", "k"], equation="bhqd, bhkd -> bhqk"),
 case("einsum_transpose", N("Einsum", ["a"], equation="ij->ji"), {"a": f32(3, 4)})
 case("einsum_sum_all", N("Einsum", ["a"], equation="ij->"), {"a": f32(3, 4)})
 case("einsum_implicit", N("Einsum", ["a", "b"], equation="ij,jk"), {"a": f32(3, 4), "b": f32(4, 5)})
+case("einsum_ellipsis_bmm", N("Einsum", ["a", "b"], equation="...ij,...jk->...ik"),
+     {"a": f32(2, 3, 4, 5), "b": f32(2, 3, 5, 2)})
+case("einsum_ellipsis_implicit_diagonal", N("Einsum", ["a"], equation="...ii"), {"a": f32(3, 4, 4)})
+case("einsum_trace", N("Einsum", ["a"], equation="ii->"), {"a": f32(5, 5)})
 case("gemm", N("Gemm", ["a", "b", "c"]), {"a": f32(3, 4), "b": f32(4, 5), "c": f32(3, 5)})
 case("gemm_trans_alpha_beta_vec", N("Gemm", ["a", "b", "c"], transA=1, transB=1, alpha=0.5, beta=-2.0),
      {"a": f32(4, 3), "b": f32(5, 4), "c": f32(5)})
