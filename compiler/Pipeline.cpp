@@ -71,8 +71,11 @@ const std::vector<Phase> &getPhases() {
          auto &f = pm.nest<mlir::func::FuncOp>();
          if (pipelineOptions().flashAttention)
            f.addPass(tiling::createTileAttention());
-         f.addPass(tiling::createFuseElementwise());
-         f.addPass(tiling::createTileAndFuseLinalg());
+         if (pipelineOptions().fuseProducers)
+           f.addPass(tiling::createFuseElementwise());
+         tiling::TileAndFuseLinalgOptions tiling;
+         tiling.fuseProducers = pipelineOptions().fuseProducers;
+         f.addPass(tiling::createTileAndFuseLinalg(tiling));
          f.addPass(tiling::createInnermostParallelLoop());
          f.addPass(mlir::createCanonicalizerPass());
          f.addPass(mlir::createCSEPass());

@@ -31,6 +31,9 @@ struct PipelineOptions {
   bool flashAttention = true;
   /// The projections of one activation as one GEMM (--widen-projections).
   bool widenProjections = true;
+  /// Producers fused into their consumers' loops (--tile-and-fuse-linalg's
+  /// fusion, --fuse-elementwise); false: one loop nest per linalg op.
+  bool fuseProducers = true;
 };
 PipelineOptions &pipelineOptions();
 

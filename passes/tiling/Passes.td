@@ -24,10 +24,14 @@ def TileAndFuseLinalg : Pass<"tile-and-fuse-linalg", "mlir::func::FuncOp"> {
     Ops with a single parallel dimension are left alone.
 
     Option `rows`: the tile size of the last tiled dimension (default 8).
+    Option `fuse-producers=false` tiles each op alone (for ablations and
+    the fusion report's unfused column).
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8",
            "tile size of the innermost tiled parallel dimension">,
+    Option<"fuseProducers", "fuse-producers", "bool", "true",
+           "fuse producers into the loop (false: one loop per op)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",

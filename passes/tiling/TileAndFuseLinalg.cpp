@@ -106,7 +106,8 @@ struct TileAndFuseLinalgPass
           [&](tensor::ExtractSliceOp slice, OpResult producer, bool)
               -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
             Operation *p = producer.getOwner();
-            if (!isa<linalg::LinalgOp>(p) || isFullSlice(slice))
+            if (!fuseProducers || !isa<linalg::LinalgOp>(p) ||
+                isFullSlice(slice))
               return std::nullopt;
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())

@@ -78,19 +78,39 @@ struct Builder {
   }
 
   /// A slice of a rank-4 [B, H, rows, cols] tensor at (bi, hi, r0, 0) of
-  /// [1, 1, rows, cols], rank-reduced to [rows, cols].
-  Value slice2d(Value src, Value bi, Value hi, Value r0, OpFoldResult rows,
-                OpFoldResult cols) {
+  /// [1, 1, rows, cols], rank-reduced to [rows, cols]; of a [B, rows, H,
+  /// cols] tensor (`bthd`, the layout the projections write) at (bi, r0,
+  /// hi, 0) of [1, rows, 1, cols].
+  Value slice2d(Value src, bool bthd, Value bi, Value hi, Value r0,
+                OpFoldResult rows, OpFoldResult cols) {
     auto t = cast<RankedTensorType>(src.getType());
     int64_t c = t.getDimSize(3);
     auto type = RankedTensorType::get({kDyn, c}, t.getElementType());
-    SmallVector<OpFoldResult> offs{bi, hi, r0, b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), rows,
-                                    cols};
-    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+    OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+    SmallVector<OpFoldResult> offs{bi, hi, r0, zero},
+        sizes{one, one, rows, cols};
+    if (bthd) {
+      std::swap(offs[1], offs[2]);
+      std::swap(sizes[1], sizes[2]);
+    }
+    SmallVector<OpFoldResult> ones(4, one);
     return tensor::ExtractSliceOp::create(b, loc, type, src, offs, sizes, ones);
   }
 };
+
+/// [B, T, H, D] -> [B, H, T, D], the head transpose of an attention layer.
+bool isHeadTranspose(Operation *op) {
+  auto t = dyn_cast_or_null<linalg::TransposeOp>(op);
+  return t && t.hasPureTensorSemantics() &&
+         t.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
+/// The tensor the kernel reads for an operand: the source of a head
+/// transpose (read in place, strided: no transposed copy), else itself.
+Value readSource(Value x, bool &bthd) {
+  bthd = isHeadTranspose(x.getDefiningOp());
+  return bthd ? x.getDefiningOp<linalg::TransposeOp>().getInput() : x;
+}
 
 LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   OpBuilder b(op);
@@ -116,15 +136,30 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       return b.getIndexAttr(ty.getDimSize(i));
     return tensor::DimOp::create(b, loc, x, i).getResult();
   };
-  OpFoldResult B = dimOf(q, 0), T = dimOf(q, 2), S = dimOf(k, 2),
-               D = dimOf(q, 3), Dv = dimOf(v, 3);
+  bool qT, kT, vT, gT = false;
+  Value qSrc = readSource(q, qT), kSrc = readSource(k, kT),
+        vSrc = readSource(v, vT);
+  Value gSrc = gate ? readSource(gate, gT) : Value();
+  // Logical dim i ([B, H, T, D]) of an operand read from `src`.
+  auto ldim = [&](Value src, bool bthd, int64_t i) {
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    return dimOf(src, bthd ? perm[i] : i);
+  };
+  OpFoldResult B = ldim(qSrc, qT, 0), T = ldim(qSrc, qT, 2),
+               S = ldim(kSrc, kT, 2), D = ldim(qSrc, qT, 3),
+               Dv = ldim(vSrc, vT, 3);
+  // A result transposed back to [B, T, H, Dv] is written in that layout.
+  linalg::TransposeOp outT;
+  if (op->hasOneUse() && isHeadTranspose(*op->user_begin()))
+    outT = cast<linalg::TransposeOp>(*op->user_begin());
   Value Tv = getValueOrCreateConstantIndexOp(b, loc, T);
   Value Sv = getValueOrCreateConstantIndexOp(b, loc, S);
   AffineExpr d0 = t.d(0), s0 = getAffineSymbolExpr(0, t.ctx);
   OpFoldResult nq =
       affine::makeComposedFoldedAffineApply(b, loc, d0.ceilDiv(bqTile), {T});
 
-  Value out = t.tensor({B, b.getIndexAttr(hq), T, Dv}, et);
+  Value out = outT ? t.tensor({B, T, b.getIndexAttr(hq), Dv}, et)
+                   : t.tensor({B, b.getIndexAttr(hq), T, Dv}, et);
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{B, b.getIndexAttr(hq), nq},
       ValueRange{out}, std::nullopt);
@@ -141,7 +176,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       ValueRange{q0, Tv});
   Value kvh =
       rep == 1 ? hi : (Value)arith::DivUIOp::create(b, loc, hi, t.index(rep));
-  Value qs = t.slice2d(q, bi, hi, q0, bq, D);
+  Value qs = t.slice2d(qSrc, qT, bi, hi, q0, bq, D);
   Value acc0 = t.tensor({bq, Dv}, t.f32, 0.0);
   Value m0 = t.tensor({bq}, t.f32, -INFINITY);
   Value l0 = t.tensor({bq}, t.f32, 0.0);
@@ -162,8 +197,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
             AffineMap::get(
                 1, 1, {getAffineConstantExpr(bkTile, t.ctx), s0 - d0}, t.ctx),
             ValueRange{k0, kEnd});
-        Value ks = t.slice2d(k, bi, kvh, k0, bk, D);
-        Value vs = t.slice2d(v, bi, kvh, k0, bk, Dv);
+        Value ks = t.slice2d(kSrc, kT, bi, kvh, k0, bk, D);
+        Value vs = t.slice2d(vSrc, vT, bi, kvh, k0, bk, Dv);
 
         // s = Q Kᵀ, f32.
         Value s = t.generic(
@@ -294,7 +329,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   if (gate) {
     auto gt = cast<RankedTensorType>(gate.getType());
     bool headwise = gt.getDimSize(3) == 1;
-    ins.push_back(t.slice2d(gate, bi, hi, q0, bq, dimOf(gate, 3)));
+    ins.push_back(t.slice2d(gSrc, gT, bi, hi, q0, bq, ldim(gSrc, gT, 3)));
     maps.push_back(t.map(
         2, {t.d(0), headwise ? getAffineConstantExpr(0, t.ctx) : t.d(1)}));
   }
@@ -321,10 +356,25 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> offs{bi, hi, q0, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), bq, Dv};
+  if (outT) {
+    std::swap(offs[1], offs[2]);
+    std::swap(sizes[1], sizes[2]);
+  }
   SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
   tensor::ParallelInsertSliceOp::create(b, loc, y, outArg, offs, sizes, ones);
-  op.getResult().replaceAllUsesWith(forall.getResult(0));
+  if (outT) {
+    outT->getResult(0).replaceAllUsesWith(forall.getResult(0));
+    outT->erase();
+  } else {
+    op.getResult().replaceAllUsesWith(forall.getResult(0));
+  }
+  SmallVector<Value> operands(op->getOperands());
   op.erase();
+  // Head transposes read in place by the kernel and by nothing else.
+  for (Value x : operands)
+    if (Operation *d = x.getDefiningOp())
+      if (isHeadTranspose(d) && d->use_empty())
+        d->erase();
   return success();
 }
 

@@ -43,12 +43,20 @@ def inputs_for(sess, sizes, rng):
     return feeds
 
 
+# Every fusion switched off (gatec's ablation flags).
+UNFUSED = ["--flash-attention=false", "--widen-projections=false",
+           "--fuse-producers=false"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gatec", default=os.path.join(ROOT, "build", "bin", "gatec"))
     ap.add_argument("--gatec-run", default=os.path.join(ROOT, "build", "bin", "gatec-run"))
     ap.add_argument("--filter", default=".*")
     ap.add_argument("--keep")
+    ap.add_argument("--compare-unfused", action="store_true",
+                    help="also compile with every fusion off and require the "
+                         "same outputs as the fused library within 1e-5 (scaled)")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="gatec-e2e-")
     os.makedirs(work, exist_ok=True)
@@ -64,6 +72,14 @@ def main():
             print("FAIL %-32s compile: %s" % (name, c.stderr.strip().splitlines()[-1] if c.stderr.strip() else c.returncode))
             failures += 1
             continue
+        unfused = os.path.join(work, name + "_unfused.so")
+        if args.compare_unfused:
+            c = subprocess.run([args.gatec, model, "-o", unfused] + UNFUSED,
+                               capture_output=True, text=True)
+            if c.returncode != 0:
+                print("FAIL %-32s compile unfused: %s" % (name, c.stderr.strip()[-300:]))
+                failures += 1
+                continue
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
         dynamic = any(not isinstance(d, int) for i in sess.get_inputs() for d in i.shape)
         worst_all = 0.0
@@ -80,8 +96,23 @@ def main():
                 p = os.path.join(work, "%s_%s_ref.npy" % (name, re.sub(r"\W", "_", o.name)))
                 np.save(p, r)
                 cmd.append("--expected-output=%s=@%s" % (o.name, p))
+            fused_out = []
+            if args.compare_unfused:
+                for o in sess.get_outputs():
+                    p = os.path.join(work, "%s_%s_fused.npy" % (name, re.sub(r"\W", "_", o.name)))
+                    fused_out.append((o.name, p))
+                    cmd.append("--output=%s=@%s" % (o.name, p))
             r = subprocess.run(cmd, capture_output=True, text=True)
             runs += 1
+            if args.compare_unfused and r.returncode == 0:
+                ucmd = [args.gatec_run, unfused, "--atol=1e-5", "--rtol=1e-5"]
+                ucmd += [c for c in cmd[4:] if c.startswith("--input=")]
+                ucmd += ["--expected-output=%s=@%s" % (n, p) for n, p in fused_out]
+                u = subprocess.run(ucmd, capture_output=True, text=True)
+                if u.returncode != 0:
+                    ok = False
+                    print("FAIL %-32s unfused differs from fused: %s" % (
+                        name, (u.stdout + u.stderr).strip().splitlines()[-1]))
             m = re.findall(r"max \|error\| ([0-9.eE+-]+)", r.stdout + r.stderr)
             if m:
                 worst_all = max(worst_all, max(float(x) for x in m))

@@ -4,6 +4,7 @@
 //   gatec IR.mlir --compile-from=PHASE [--compile-to=PHASE] ...
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/FusionReport.h"
 #include "compiler/GateReport.h"
 #include "compiler/LibraryEmitter.h"
 #include "compiler/OnnxImporter.h"
@@ -74,8 +75,13 @@ static cl::opt<std::string>
 static cl::opt<std::string> report(
     "report",
     cl::desc("Print a report instead of the IR (unless -o is given): gates "
-             "(every gate found, after the gated phase)"),
-    cl::value_desc("gates"), cl::cat(gatecCat));
+             "(every gate found, after the gated phase), fusion (the loop "
+             "nests run and the bytes each moves, fusion off vs on)"),
+    cl::value_desc("gates|fusion"), cl::cat(gatecCat));
+static cl::opt<int64_t> reportDim(
+    "report-dim",
+    cl::desc("--report=fusion: the size taken for dynamic dims (default 128)"),
+    cl::init(128), cl::cat(gatecCat));
 static cl::opt<bool> checkWeights(
     "check-weights",
     cl::desc("After every graph-level phase (onnx to linalg), check that each "
@@ -90,6 +96,11 @@ static cl::opt<bool> widenProjections(
     "widen-projections",
     cl::desc("The projections of one activation (q, k, v, gate) as one GEMM "
              "over concatenated weights (default on)"),
+    cl::init(true), cl::cat(gatecCat));
+static cl::opt<bool> fuseProducers(
+    "fuse-producers",
+    cl::desc("Fuse producers (GEMMs, elementwise chains) into the loops of "
+             "their consumers (default on; off: one loop nest per op)"),
     cl::init(true), cl::cat(gatecCat));
 static cl::opt<int64_t> inlineLimit(
     "inline-weight-limit",
@@ -145,6 +156,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, overview);
   gatec::pipelineOptions().flashAttention = flashAttention;
   gatec::pipelineOptions().widenProjections = widenProjections;
+  gatec::pipelineOptions().fuseProducers = fuseProducers;
 
   if (emit.empty()) {
     StringRef o(outputFile);
@@ -170,8 +182,9 @@ int main(int argc, char **argv) {
     compileTo = "cpu";
   const auto &phases = gatec::getPhases();
   int last = phases.size() - 1;
-  if (!report.empty() && report != "gates") {
-    llvm::errs() << "gatec: unknown --report=" << report << " (gates)\n";
+  if (!report.empty() && report != "gates" && report != "fusion") {
+    llvm::errs() << "gatec: unknown --report=" << report
+                 << " (gates, fusion)\n";
     return 1;
   }
   if (report == "gates" && compileTo.empty())
@@ -264,6 +277,17 @@ int main(int argc, char **argv) {
   if (!module->lookupSymbol("main_graph")) {
     llvm::errs() << "gatec: " << inputFile
                  << ": no @main_graph function (not gatec IR)\n";
+    return 1;
+  }
+
+  if (report == "fusion") {
+    if (compileFrom.empty() || first < gatec::findPhase("tiled"))
+      return failed(gatec::printFusionReport(*module, first, reportDim,
+                                             llvm::outs()))
+                 ? 1
+                 : 0;
+    llvm::errs() << "gatec: --report=fusion needs the IR of a phase before "
+                    "'tiled'\n";
     return 1;
   }
 

@@ -1,0 +1,20 @@
+//===- FusionReport.h - gatec --report=fusion -------------------*- C++ -*-===//
+#ifndef GATEC_COMPILER_FUSIONREPORT_H
+#define GATEC_COMPILER_FUSIONREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace gatec {
+
+/// Compiles `imported` (the IR of phase `firstPhase`) through the tiled
+/// phase twice, with the fusion passes off and on, and prints the loop
+/// nests ("kernels") of @main_graph with the bytes of the buffers each
+/// reads and writes; dynamic dims count as `dynamicDim`.
+mlir::LogicalResult printFusionReport(mlir::ModuleOp imported, int firstPhase,
+                                      int64_t dynamicDim,
+                                      llvm::raw_ostream &os);
+
+} // namespace gatec
+
+#endif
