@@ -51,14 +51,26 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
     - Element-wise ops (Add/Sub/Mul/Div/Pow/Max/Min/Sum, Sqrt, Reciprocal,
       Neg, Abs, Exp, Log, Sigmoid, Tanh, Relu, Erf, Cos, Sin, Floor, Ceil,
       Softplus, Gelu, LeakyRelu, HardSigmoid, Clip, Where, Equal/Less/
-      Greater(OrEqual)/And/Or/Not, Cast) are one broadcasting generic each.
+      Greater(OrEqual)/And/Or/Not, Cast, CastLike, Sign, IsInf, IsNaN) are
+      one broadcasting generic each.
       Integer Div truncates toward zero; Cast from float to integer
-      truncates toward zero, to bool is `x != 0`. Transcendental maths of
-      f16/bf16 is computed in f32.
-    - MatMul (numpy batch broadcasting, 1-D operands) and Einsum (explicit
-      or implicit output, no ellipsis) are contractions accumulating in f32
-      for narrower floats; Reduce{Sum,Mean,Max,Min,Prod,L2}, Softmax,
-      LogSoftmax, LayerNormalization and RMSNormalization reduce the same way.
+      truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
+      even in integer arithmetic. Transcendental maths of f16/bf16 is
+      computed in f32. Unsigned integers keep their tensor types; their
+      scalars cross to signless with unrealized casts (no-ops in LLVM) and
+      divide, compare, take max/min and widen unsigned. Dropout in inference
+      is the identity (mask all true).
+    - MatMul (numpy batch broadcasting, 1-D operands), Gemm and Einsum
+      (explicit or implicit output, ellipsis, diagonals) are contractions
+      accumulating in f32 for narrower floats; Reduce{Sum,Mean,Max,Min,Prod,
+      L2}, Softmax, LogSoftmax, LayerNormalization and RMSNormalization
+      reduce the same way. Reduce* whose axes are a run-time input compute a
+      reduced-or-not flag per dim and loop over the reduced elements of each
+      output element; CumSum (run-time axis) sums each element's run.
+    - Attention in the forms raising leaves (KV cache, softcap,
+      qk_matmul_output, nonpad_kv_seqlen) is scores, bias, softmax and P V
+      as the ONNX reference computes them (a fully masked row gives zeros);
+      RotaryEmbedding is one generic.
     - Shape, Size, Gather, Concat, Unsqueeze, Range, ConstantOfShape and
       Reshape also work on the i64 shape tensors that feed dynamic Reshapes.
     - Reshape is a tensor.collapse_shape / expand_shape when its dims
@@ -66,9 +78,12 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       elements are Shape/Gather chains of the same input dims), otherwise a
       tensor.reshape whose target shape is computed at run time (0 copies
       the input dim unless allowzero, -1 takes the remaining elements).
-      Flatten/Squeeze/Unsqueeze are collapses/expands; Slice and Split are
-      tensor.extract_slice; Transpose is linalg.transpose; Concat is
-      tensor.concat; Expand, Gather, Tile and Trilu are generics.
+      Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
+      computed at run time when the axes are a run-time input); Slice and
+      Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
+      steps or negative steps is a generic reading x[start + i * step]);
+      Transpose is linalg.transpose; Concat is tensor.concat; Expand,
+      Gather, Tile and Trilu are generics.
 
     Dynamic dimensions are taken with tensor.dim (or read from the shape
     operand); a dynamic dimension that broadcasts is taken to have the
@@ -77,10 +92,9 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
     still readable when their users are lowered.
 
     Unsupported forms report a located error `cannot be lowered: ...` and
-    fail the pass: non-constant axes/starts/ends/steps/split, Slice with
-    non-positive steps, Einsum with an ellipsis or a repeated label in one
-    operand, unsigned integer or unranked tensors, ops with regions (Scan),
-    and ops without a lowering.
+    fail the pass: random (training-mode) Dropout, Einsum operands that
+    broadcast a label, unranked tensors, ops with regions (Scan), and ops
+    without a lowering.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
