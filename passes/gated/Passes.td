@@ -91,6 +91,14 @@ def RaiseLinearAttention : Pass<"raise-linear-attention", "mlir::func::FuncOp"> 
     (unknown update_rule, decay or beta missing or forbidden by the rule,
     shapes that do not split into the given heads, dynamic H·D) is reported
     with its location and fails the pass.
+
+    Also the quadratic (parallel) form of scalar-decay linear attention as
+    RetNet / Mamba2-SSD write it, on [B, H, T, D] tensors:
+      o = ((scale · Q Kᵀ) ⊙ D) V,  D = Trilu_lower(Exp(Trilu_lower(G − Gᵀ))),
+      G = CumSum over T of g [B, H, T, 1]
+    (the inner Trilu optional; scale a Mul or Div by a constant, or none)
+    becomes one gated.linear_attention `gated` with decay g, so that its
+    O(T²) scores and decay matrix become the chunked form's O(T·C).
   }];
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }

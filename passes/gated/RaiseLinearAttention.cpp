@@ -117,6 +117,104 @@ LogicalResult raise(onnx::LinearAttentionOp op) {
   return success();
 }
 
+/// The input of a lower-triangular onnx.Trilu (upper = 0, k = 0), or null.
+Value lowerTriangle(Value v) {
+  auto t = def<onnx::TriluOp>(v);
+  if (!t || t.getUpper() != 0)
+    return {};
+  if (!isNone(t.getK()) && scalarConstant(t.getK()) != 0.0)
+    return {};
+  return t.getInput();
+}
+
+bool swapsLastTwo(Value v, Value &input) {
+  auto t = def<onnx::TransposeOp>(v);
+  if (!t || !isa<RankedTensorType>(t.getData().getType()) ||
+      permutationOf(t) != SmallVector<int64_t>{0, 1, 3, 2})
+    return false;
+  input = t.getData();
+  return true;
+}
+
+/// The quadratic (parallel) form of scalar-decay linear attention, as
+/// RetNet / Mamba2-SSD write it:
+///   o = ((scale · Q Kᵀ) ⊙ D) V,  D = tril(exp(tril(G − Gᵀ))), G = CumSum_T(g)
+/// on [B, H, T, D] tensors with g [B, H, T, 1] (the inner tril may be
+/// absent; the scale a Mul or Div by a constant, or none) -> one
+/// gated.linear_attention gated with decay g: O(T·C) memory instead of
+/// O(T²).
+bool raiseQuadratic(onnx::MatMulOp mm) {
+  auto mul = def<onnx::MulOp>(mm.getA());
+  if (!mul)
+    return false;
+  for (int side = 0; side < 2; ++side) {
+    Value sPart = mul->getOperand(side), dPart = mul->getOperand(1 - side);
+    Value e = lowerTriangle(dPart);
+    auto ex = def<onnx::ExpOp>(e);
+    if (!ex)
+      continue;
+    Value diff = ex.getInput();
+    if (Value inner = lowerTriangle(diff))
+      diff = inner;
+    auto sub = def<onnx::SubOp>(diff);
+    Value gT;
+    if (!sub || !swapsLastTwo(sub.getB(), gT) || gT != sub.getA())
+      continue;
+    auto cs = def<onnx::CumSumOp>(sub.getA());
+    if (!cs || cs.getExclusive() || cs.getReverse())
+      continue;
+    auto axis = scalarConstant(cs.getAxis());
+    if (!axis || (*axis != 2 && *axis != -2))
+      continue;
+    Value g = cs.getX();
+    double scale = 1.0;
+    Value qk = sPart;
+    if (auto m = def<onnx::MulOp>(sPart)) {
+      for (int i = 0; i < 2; ++i)
+        if (auto c = scalarConstant(m->getOperand(i))) {
+          scale = *c;
+          qk = m->getOperand(1 - i);
+          break;
+        }
+    } else if (auto d = def<onnx::DivOp>(sPart)) {
+      if (auto c = scalarConstant(d.getB()); c && *c != 0.0) {
+        scale = 1.0 / *c;
+        qk = d.getA();
+      }
+    }
+    auto qkMul = def<onnx::MatMulOp>(qk);
+    Value k;
+    if (!qkMul || !swapsLastTwo(qkMul.getB(), k))
+      continue;
+    Value q = qkMul.getA(), v = mm.getB();
+    auto qs = shapeOf(q), ks = shapeOf(k), vs = shapeOf(v), gs = shapeOf(g);
+    auto os = shapeOf(mm.getY());
+    if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4 || gs.size() != 4 ||
+        os.size() != 4 || gs[3] != 1 || qs[1] == kDyn || qs[1] != ks[1] ||
+        ks[1] != vs[1] || gs[1] != qs[1] || qs[3] == kDyn || vs[3] == kDyn)
+      continue;
+    Type et = cast<ShapedType>(q.getType()).getElementType();
+    SmallVector<Operation *> matched;
+    collectMatched(mm.getY(), {q, k, v, g}, matched);
+    Location loc = fuseLocs(mm.getContext(), matched);
+    PatternRewriter rewriter(mm.getContext());
+    rewriter.setInsertionPoint(mm);
+    auto stateType = RankedTensorType::get({qs[0], qs[1], qs[3], vs[3]}, et);
+    auto la = gated::LinearAttentionOp::create(
+        rewriter, loc, TypeRange{mm.getY().getType(), stateType}, q, k, v, g,
+        Value(), Value(), gated::LinearAttentionRule::gated,
+        gated::LinearAttentionForm::recurrent, APFloat((float)scale), 64);
+    if (failed(mlir::verify(la, false))) {
+      rewriter.eraseOp(la);
+      return false;
+    }
+    rewriter.replaceAllUsesWith(mm.getY(), la.getOutput());
+    rewriter.eraseOp(mm);
+    return true;
+  }
+  return false;
+}
+
 struct RaiseLinearAttentionPass
     : gated::impl::RaiseLinearAttentionBase<RaiseLinearAttentionPass> {
   void runOnOperation() override {
@@ -125,6 +223,10 @@ struct RaiseLinearAttentionPass
     for (onnx::LinearAttentionOp op : ops)
       if (failed(raise(op)))
         return signalPassFailure();
+    SmallVector<onnx::MatMulOp> matmuls;
+    getOperation().walk([&](onnx::MatMulOp op) { matmuls.push_back(op); });
+    for (onnx::MatMulOp op : matmuls)
+      raiseQuadratic(op);
   }
 };
 } // namespace

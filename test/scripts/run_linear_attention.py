@@ -67,6 +67,30 @@ def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state):
     return [i.name for i in ins]
 
 
+def make_quadratic_model(path, B, H, Dk, Dv, scale):
+    """((scale·Q Kᵀ) ⊙ tril(exp(tril(G − Gᵀ)))) V with G = CumSum_T(g): the
+    quadratic form that --raise-linear-attention turns into the chunked op."""
+    f = TensorProto.FLOAT
+    ins = [helper.make_tensor_value_info("q", f, [B, H, "T", Dk]),
+           helper.make_tensor_value_info("k", f, [B, H, "T", Dk]),
+           helper.make_tensor_value_info("v", f, [B, H, "T", Dv]),
+           helper.make_tensor_value_info("g", f, [B, H, "T", 1])]
+    inits = [helper.make_tensor("scale", f, [], [scale]),
+             helper.make_tensor("axis", TensorProto.INT64, [], [2])]
+    n = helper.make_node
+    nodes = [n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             n("MatMul", ["q", "kt"], ["s0"]), n("Mul", ["s0", "scale"], ["s"]),
+             n("CumSum", ["g", "axis"], ["G"]),
+             n("Transpose", ["G"], ["Gt"], perm=[0, 1, 3, 2]),
+             n("Sub", ["G", "Gt"], ["dG"]), n("Trilu", ["dG"], ["dGl"], upper=0),
+             n("Exp", ["dGl"], ["e"]), n("Trilu", ["e"], ["D"], upper=0),
+             n("Mul", ["s", "D"], ["a"]), n("MatMul", ["a", "v"], ["o"])]
+    outs = [helper.make_tensor_value_info("o", f, [B, H, "T", Dv])]
+    m = helper.make_model(helper.make_graph(nodes, "quadratic", ins, outs, inits),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(m, path)
+
+
 def log_decays(rng, shape, stress):
     if not stress:
         return -rng.uniform(0.01, 1.0, shape)
@@ -189,6 +213,36 @@ def main():
                 print("%-4s %-28s T=%-5d %-10s output %.2e  state %.2e%s" % (
                     "ok" if ok else "FAIL", name, T, form, eo, es,
                     "" if finite else "  NaN/Inf"))
+    # The quadratic form, raised to the chunked op (the fused phase shows it).
+    d = os.path.join(work, "quadratic")
+    os.makedirs(d, exist_ok=True)
+    model = os.path.join(d, "model.onnx")
+    B, H, Dk, Dv = 1, 2, 8, 8
+    make_quadratic_model(model, B, H, Dk, Dv, 0.25)
+    fused = run([gatec, model, "--compile-to=fused"])
+    raised = "gated.linear_attention gated chunked" in fused
+    lib = os.path.join(d, "q.so")
+    run([gatec, model, "-o", lib])
+    for T in (37, 256):
+        x = {"q": rng.standard_normal((B, H, T, Dk)), "k": rng.standard_normal((B, H, T, Dk)),
+             "v": rng.standard_normal((B, H, T, Dv)), "g": -rng.uniform(0.01, 1.0, (B, H, T, 1))}
+        x = {n: a.astype(np.float32) for n, a in x.items()}
+        args = []
+        for n, arr in x.items():
+            p = os.path.join(d, "%s_T%d.npy" % (n, T))
+            np.save(p, arr)
+            args.append("--input=%s=@%s" % (n, p))
+        po = os.path.join(d, "o_T%d.npy" % T)
+        run([gatec_run, lib] + args + ["--output=o=@" + po])
+        want, _ = ref.linear_attention(x["q"], x["k"], x["v"], "gated", 0.25, x["g"])
+        eo = rel_rms(np.load(po), want)
+        ok = raised and eo <= TOL and np.isfinite(np.load(po)).all()
+        total += 1
+        failures += not ok
+        worst = max(worst, eo)
+        print("%-4s %-28s T=%-5d %-10s output %.2e%s" % (
+            "ok" if ok else "FAIL", "quadratic_form_raised", T, "chunked64", eo,
+            "" if raised else "  (not raised to gated.linear_attention)"))
     print("linear attention on the CPU: %d runs, %d failures, worst relative RMS %.2e"
           % (total, failures, worst))
     if not a.keep:

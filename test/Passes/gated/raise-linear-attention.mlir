@@ -55,3 +55,46 @@ func.func @decay_width(%q: tensor<1x5x16xf32>, %g: tensor<1x5x3xf32>, %b: tensor
   %o, %ps = "onnx.LinearAttention"(%q, %q, %q, %n, %g, %b) {q_num_heads = 2 : i64, kv_num_heads = 2 : i64} : (tensor<1x5x16xf32>, tensor<1x5x16xf32>, tensor<1x5x16xf32>, none, tensor<1x5x3xf32>, tensor<1x5x2xf32>) -> (tensor<1x5x16xf32>, tensor<1x2x8x8xf32>)
   return %o : tensor<1x5x16xf32>
 }
+
+// -----
+
+// The quadratic form ((scale·Q Kᵀ) ⊙ tril(exp(tril(G − Gᵀ)))) V with
+// G = CumSum_T(g): one gated.linear_attention with the log-decays g.
+// CHECK-LABEL: func.func @quadratic
+// CHECK: %[[O:.*]], %{{.*}} = gated.linear_attention gated recurrent %arg0, %arg1, %arg2 decay(%arg3 : tensor<1x2x?x1xf32>) {scale = 2.500000e-01 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x4xf32> -> tensor<1x2x?x4xf32>, tensor<1x2x8x4xf32>
+// CHECK: return %[[O]]
+func.func @quadratic(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x4xf32>, %g: tensor<1x2x?x1xf32>) -> tensor<1x2x?x4xf32> {
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %axis = onnx.Constant dense<2> : tensor<i64>
+  %n = onnx.NoValue
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x8xf32>) -> tensor<1x2x8x?xf32>
+  %s0 = "onnx.MatMul"(%q, %kt) : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %s = "onnx.Mul"(%s0, %scale) : (tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %G = "onnx.CumSum"(%g, %axis) : (tensor<1x2x?x1xf32>, tensor<i64>) -> tensor<1x2x?x1xf32>
+  %Gt = "onnx.Transpose"(%G) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x1xf32>) -> tensor<1x2x1x?xf32>
+  %d = "onnx.Sub"(%G, %Gt) : (tensor<1x2x?x1xf32>, tensor<1x2x1x?xf32>) -> tensor<1x2x?x?xf32>
+  %dl = "onnx.Trilu"(%d, %n) {upper = 0 : i64} : (tensor<1x2x?x?xf32>, none) -> tensor<1x2x?x?xf32>
+  %e = "onnx.Exp"(%dl) : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %D = "onnx.Trilu"(%e, %n) {upper = 0 : i64} : (tensor<1x2x?x?xf32>, none) -> tensor<1x2x?x?xf32>
+  %a = "onnx.Mul"(%s, %D) : (tensor<1x2x?x?xf32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %o = "onnx.MatMul"(%a, %v) : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  return %o : tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// Without the causal mask on D it is not the recurrence: left alone.
+// CHECK-LABEL: func.func @not_causal
+// CHECK-NOT: gated.linear_attention
+func.func @not_causal(%q: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x4xf32>, %g: tensor<1x2x?x1xf32>) -> tensor<1x2x?x4xf32> {
+  %axis = onnx.Constant dense<2> : tensor<i64>
+  %kt = "onnx.Transpose"(%q) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x8xf32>) -> tensor<1x2x8x?xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %G = "onnx.CumSum"(%g, %axis) : (tensor<1x2x?x1xf32>, tensor<i64>) -> tensor<1x2x?x1xf32>
+  %Gt = "onnx.Transpose"(%G) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x1xf32>) -> tensor<1x2x1x?xf32>
+  %d = "onnx.Sub"(%G, %Gt) : (tensor<1x2x?x1xf32>, tensor<1x2x1x?xf32>) -> tensor<1x2x?x?xf32>
+  %e = "onnx.Exp"(%d) : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %a = "onnx.Mul"(%s, %e) : (tensor<1x2x?x?xf32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %o = "onnx.MatMul"(%a, %v) : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  return %o : tensor<1x2x?x4xf32>
+}
