@@ -17,6 +17,10 @@ def WidenProjections : Pass<"widen-projections", "mlir::func::FuncOp"> {
     subview, not a copy). x is read once instead of n times, and the GEMM
     is wide enough to keep every core busy at short sequence lengths.
 
+    A projection whose only user adds a constant bias of N elements keeps
+    it: the biases are concatenated likewise (zeros for projections without
+    one) and added to the wide result, the GEMM's epilogue.
+
     Each output column is the same dot product in the same order, so the
     results are bit-identical. The new weight's location fuses the
     originals', so weight accounting (--check-weights) still names them.

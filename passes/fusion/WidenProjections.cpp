@@ -40,7 +40,34 @@ struct Projection {
   onnx::ConstantOp weight;
   ArrayRef<char> bytes;
   int64_t k, n;
+  /// x·W + b with a constant bias of N elements: the Add and b's bytes.
+  onnx::AddOp biasAdd;
+  ArrayRef<char> bias;
 };
+
+/// The bias of a projection: its only user adds a constant of N elements
+/// (shape [N], or 1s then N) of the same element type.
+void findBias(Projection &p) {
+  if (!p.op->hasOneUse())
+    return;
+  auto add = dyn_cast<onnx::AddOp>(*p.op->user_begin());
+  if (!add || add.getType() != p.op.getType())
+    return;
+  Value other = add.getA() == p.op.getResult() ? add.getB() : add.getA();
+  auto c = other.getDefiningOp<onnx::ConstantOp>();
+  auto ct = c ? dyn_cast<RankedTensorType>(c.getType()) : nullptr;
+  if (!ct || !ct.hasStaticShape() || ct.getNumElements() != p.n ||
+      ct.getShape().back() != p.n ||
+      ct.getElementType() !=
+          cast<ShapedType>(p.weight.getType()).getElementType())
+    return;
+  auto bytes = rawBytes(c.getValue());
+  int64_t elemBytes = ct.getElementType().getIntOrFloatBitWidth() / 8;
+  if (!bytes || (int64_t)bytes->size() != p.n * elemBytes)
+    return;
+  p.biasAdd = add;
+  p.bias = *bytes;
+}
 
 std::optional<Projection> asProjection(onnx::MatMulOp op) {
   auto c = op.getB().getDefiningOp<onnx::ConstantOp>();
@@ -57,7 +84,9 @@ std::optional<Projection> asProjection(onnx::MatMulOp op) {
   int64_t elemBytes = wt.getElementType().getIntOrFloatBitWidth() / 8;
   if (!bytes || (int64_t)bytes->size() != wt.getNumElements() * elemBytes)
     return std::nullopt;
-  return Projection{op, c, *bytes, wt.getDimSize(0), wt.getDimSize(1)};
+  Projection p{op, c, *bytes, wt.getDimSize(0), wt.getDimSize(1), {}, {}};
+  findBias(p);
+  return p;
 }
 
 void widen(MutableArrayRef<Projection> group) {
@@ -94,9 +123,33 @@ void widen(MutableArrayRef<Projection> group) {
   auto rt = cast<RankedTensorType>(first.getType());
   SmallVector<int64_t> shape(rt.getShape());
   shape.back() = total;
-  Value wide = onnx::MatMulOp::create(
-      b, loc, RankedTensorType::get(shape, rt.getElementType()), first.getA(),
-      w);
+  auto wideType = RankedTensorType::get(shape, rt.getElementType());
+  Value wide = onnx::MatMulOp::create(b, loc, wideType, first.getA(), w);
+  // Biases concatenated likewise (zeros for projections without one): the
+  // Add is the GEMM's epilogue.
+  bool anyBias = llvm::any_of(group, [](Projection &p) { return p.biasAdd; });
+  if (anyBias) {
+    std::vector<char> bias;
+    SmallVector<Location> biasLocs;
+    for (Projection &p : group) {
+      if (p.biasAdd) {
+        bias.insert(bias.end(), p.bias.begin(), p.bias.end());
+        Value c = p.biasAdd.getA() == p.op.getResult() ? p.biasAdd.getB()
+                                                       : p.biasAdd.getA();
+        biasLocs.push_back(c.getLoc());
+      } else {
+        bias.insert(bias.end(), p.n * elemBytes, 0);
+      }
+    }
+    auto biasType = RankedTensorType::get({total}, et);
+    auto biasAttr = DenseResourceElementsAttr::get(
+        biasType, "widened_bias",
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(bias),
+                                                      alignof(double)));
+    Value bc =
+        onnx::ConstantOp::create(b, FusedLoc::get(ctx, biasLocs), biasAttr);
+    wide = onnx::AddOp::create(b, loc, wideType, wide, bc);
+  }
 
   auto i64s = [&](int64_t v) -> Value {
     auto t = RankedTensorType::get({1}, b.getI64Type());
@@ -110,10 +163,17 @@ void widen(MutableArrayRef<Projection> group) {
         onnx::SliceOp::create(b, p.op.getLoc(), p.op.getType(), wide,
                               i64s(offset), i64s(offset + p.n), axes, steps);
     offset += p.n;
-    p.op.getResult().replaceAllUsesWith(slice);
+    if (p.biasAdd)
+      p.biasAdd.getResult().replaceAllUsesWith(slice);
+    else
+      p.op.getResult().replaceAllUsesWith(slice);
   }
-  for (Projection &p : group)
-    p.op.erase(); // after the slices: `first` is the insertion point
+  // After the slices: `first` is the insertion point.
+  for (Projection &p : group) {
+    if (p.biasAdd)
+      p.biasAdd.erase();
+    p.op.erase();
+  }
 }
 
 struct WidenProjectionsPass

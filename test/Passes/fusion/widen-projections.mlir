@@ -26,6 +26,25 @@ func.func @qkv_gate(%x: tensor<2x5x8xf32>, %other: tensor<2x5x8xf32>)
   return %q, %k, %v, %g, %o : tensor<2x5x4xf32>, tensor<2x5x2xf32>, tensor<2x5x2xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
 }
 
+// Projections with biases: the biases are concatenated too (zeros where a
+// projection has none) and added to the wide GEMM (its epilogue).
+// CHECK-LABEL: func.func @biases
+// CHECK:         %[[W:.*]] = onnx.Constant dense_resource<widened_projection> : tensor<8x8xf32>
+// CHECK:         %[[Y:.*]] = "onnx.MatMul"(%arg0, %[[W]])
+// CHECK:         %[[B:.*]] = onnx.Constant dense_resource<widened_bias> : tensor<8xf32>
+// CHECK:         %[[S:.*]] = "onnx.Add"(%[[Y]], %[[B]])
+// CHECK-COUNT-2: "onnx.Slice"(%[[S]],
+// CHECK-NOT:     "onnx.Add"
+func.func @biases(%x: tensor<3x8xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %w1 = onnx.Constant dense<[[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0], [3.0, 3.0, 3.0, 3.0], [4.0, 4.0, 4.0, 4.0]]> : tensor<8x4xf32>
+  %w2 = onnx.Constant dense<[[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0], [3.0, 3.0, 3.0, 3.0], [4.0, 4.0, 4.0, 5.0]]> : tensor<8x4xf32>
+  %b2 = onnx.Constant dense<[0.5, 1.5, 2.5, 3.5]> : tensor<4xf32>
+  %a = "onnx.MatMul"(%x, %w1) : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %m = "onnx.MatMul"(%x, %w2) : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %b = "onnx.Add"(%m, %b2) : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
+}
+
 // A single projection, and a weight that is a splat: left alone.
 // CHECK-LABEL: func.func @alone
 // CHECK-COUNT-2: "onnx.MatMul"(%arg0
@@ -41,3 +60,5 @@ func.func @alone(%x: tensor<3x8xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
 // The wide weight, printed with the module: row 0 is Wq (1 1 1 2), Wk (1 2),
 // Wv (0.5 0.25), Wg (1 0 0 0), little-endian f32 after the alignment word.
 // CHECK: widened_projection: "0x080000000000803F0000803F0000803F000000400000803F000000400000003F0000803E0000803F000000000000000000000000
+// The bias of @biases: zeros for the first projection, then 0.5 1.5 2.5 3.5.
+// CHECK: widened_bias: "0x08000000000000000000000000000000000000000000003F0000C03F0000204000006040"
