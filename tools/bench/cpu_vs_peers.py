@@ -4,6 +4,8 @@ on the same models and inputs, several sequence lengths, same thread count.
 
 Each measurement runs in its own process (so its peak RSS is its own):
   gatec        gatec-run MODEL.so --benchmark=N (median of N after warm-up)
+  unfused      the same, compiled with every fusion off (--flash-attention=
+               false --widen-projections=false --fuse-producers=false)
   onnxruntime  InferenceSession(CPUExecutionProvider, intra_op_num_threads=T)
   torch        the PyTorch module the model was exported from (same seed,
                so the same weights; test/models/export_models.py), eager,
@@ -13,7 +15,7 @@ It prints the medians, the ratio gatec/peer (< 1: gatec is faster) and each
 process's peak RSS. Not a test: speed goals are read from its ratios.
 
 usage: cpu_vs_peers.py [--threads T] [--runs N] [--seqs 16,128,512]
-                       [--models a,b] [--torch-python PATH] [--flash-attention=false]
+                       [--models a,b] [--torch-python PATH]
 """
 import argparse
 import os
@@ -95,24 +97,26 @@ def main():
     ap.add_argument("--gatec", default=os.path.join(ROOT, "build", "bin", "gatec"))
     ap.add_argument("--gatec-run", default=os.path.join(ROOT, "build", "bin", "gatec-run"))
     ap.add_argument("--torch-python", help="a Python with torch, for the PyTorch eager column")
-    ap.add_argument("--flash-attention", default="true")
     args = ap.parse_args()
     seqs = [int(s) for s in args.seqs.split(",")]
     tmp = tempfile.mkdtemp(prefix="gatec-bench-")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     print("threads %d, batch %d, %d timed runs each (median), CPU: %s"
           % (args.threads, args.batch, args.runs, os.uname().machine))
-    hdr = "%-28s %5s  %9s %9s %7s  %9s %7s  %s" % (
-        "model", "seq", "gatec ms", "ort ms", "g/ort", "torch ms", "g/torch",
-        "peak MiB gatec/ort/torch")
+    hdr = "%-28s %5s  %9s %9s %7s  %9s %7s  %9s %7s  %s" % (
+        "model", "seq", "gatec ms", "unfused", "g/unf", "ort ms", "g/ort",
+        "torch ms", "g/torch", "peak MiB gatec/ort/torch")
     print(hdr)
     print("-" * len(hdr))
-    ratios = []
+    ratios, fusion_ratios = [], []
     for name in args.models.split(","):
         onnx_path = os.path.join(MODELS, name + ".onnx")
         lib = os.path.join(tmp, name + ".so")
-        subprocess.run([args.gatec, onnx_path, "-o", lib,
-                        "--flash-attention=" + args.flash_attention], check=True)
+        subprocess.run([args.gatec, onnx_path, "-o", lib], check=True)
+        unfused_lib = os.path.join(tmp, name + "_unfused.so")
+        subprocess.run([args.gatec, onnx_path, "-o", unfused_lib,
+                        "--flash-attention=false", "--widen-projections=false",
+                        "--fuse-producers=false"], check=True)
         import onnx
         m = onnx.load(onnx_path, load_external_data=False)
         d = m.graph.input[0].type.tensor_type.shape.dim[-1].dim_value
@@ -124,6 +128,10 @@ def main():
             out, g_mem = timed([args.gatec_run, lib, "--input=@" + xp,
                                 "--benchmark=%d" % args.runs], env)
             g = median_of(out, "gatec")
+            out, _ = timed([args.gatec_run, unfused_lib, "--input=@" + xp,
+                            "--benchmark=%d" % args.runs], env)
+            u = median_of(out, "gatec")
+            fusion_ratios.append(g / u)
             out, o_mem = timed([sys.executable, "-c", ORT_CHILD, onnx_path, xp,
                                 str(args.threads), str(args.runs)])
             o = median_of(out, "median_ms")
@@ -134,12 +142,13 @@ def main():
                                     str(args.runs), MODELS])
                 t = median_of(out, "median_ms")
             ratios.append(g / o)
-            print("%-28s %5d  %9.3f %9.3f %7.2f  %9s %7s  %.0f/%.0f/%s" % (
-                name, seq, g, o, g / o, "%.3f" % t if t else "-",
+            print("%-28s %5d  %9.3f %9.3f %7.2f  %9.3f %7.2f  %9s %7s  %.0f/%.0f/%s" % (
+                name, seq, g, u, g / u, o, g / o, "%.3f" % t if t else "-",
                 "%.2f" % (g / t) if t else "-", g_mem, o_mem,
                 "%.0f" % t_mem if t_mem else "-"))
-    print("geometric mean gatec/onnxruntime: %.2f (< 1: gatec faster)"
-          % float(np.exp(np.mean(np.log(ratios)))))
+    print("geometric mean gatec/onnxruntime: %.2f, fused/unfused: %.2f (< 1: faster)"
+          % (float(np.exp(np.mean(np.log(ratios)))),
+             float(np.exp(np.mean(np.log(fusion_ratios))))))
     return 0
 
 
