@@ -200,10 +200,18 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         Value ks = t.slice2d(kSrc, kT, bi, kvh, k0, bk, D);
         Value vs = t.slice2d(vSrc, vT, bi, kvh, k0, bk, Dv);
 
-        // s = Q Kᵀ, f32.
+        // s = Q Kᵀ, f32, with the key tile transposed to [D, bk] first so
+        // that the keys are the contiguous, innermost (vectorized) loop.
+        Value kt =
+            linalg::TransposeOp::create(
+                b, loc, ks,
+                t.tensor({D, bk},
+                         cast<ShapedType>(ks.getType()).getElementType()),
+                ArrayRef<int64_t>{1, 0})
+                ->getResult(0);
         Value s = t.generic(
-            {qs, ks}, t.tensor({bq, bk}, t.f32, 0.0),
-            {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(1), t.d(2)}),
+            {qs, kt}, t.tensor({bq, bk}, t.f32, 0.0),
+            {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(2), t.d(1)}),
              t.map(3, {t.d(0), t.d(1)})},
             {par, par, red}, [&](OpBuilder &nb, ValueRange a) -> Value {
               Value p = arith::MulFOp::create(nb, loc, t.ext(nb, a[0]),
@@ -334,8 +342,21 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         2, {t.d(0), headwise ? getAffineConstantExpr(0, t.ctx) : t.d(1)}));
   }
   maps.push_back(t.map(2, {t.d(0), t.d(1)}));
+  // The epilogue writes into its tile of the output (in place).
+  SmallVector<OpFoldResult> offs{bi, hi, q0, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), bq, Dv};
+  if (outT) {
+    std::swap(offs[1], offs[2]);
+    std::swap(sizes[1], sizes[2]);
+  }
+  SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+  Value outTile = tensor::ExtractSliceOp::create(
+      b, loc,
+      RankedTensorType::get(
+          {kDyn, cast<RankedTensorType>(outArg.getType()).getDimSize(3)}, et),
+      outArg, offs, sizes, ones);
   Value y =
-      t.generic(ins, t.tensor({bq, Dv}, et), maps, {par, par},
+      t.generic(ins, outTile, maps, {par, par},
                 [&](OpBuilder &nb, ValueRange a) -> Value {
                   Value pos = arith::CmpFOp::create(
                       nb, loc, arith::CmpFPredicate::OGT, a[1], t.cst(nb, 0.0));
@@ -354,13 +375,6 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                              : (Value)arith::TruncFOp::create(nb, loc, et, r);
                 });
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> offs{bi, hi, q0, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), bq, Dv};
-  if (outT) {
-    std::swap(offs[1], offs[2]);
-    std::swap(sizes[1], sizes[2]);
-  }
-  SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
   tensor::ParallelInsertSliceOp::create(b, loc, y, outArg, offs, sizes, ones);
   if (outT) {
     outT->getResult(0).replaceAllUsesWith(forall.getResult(0));
