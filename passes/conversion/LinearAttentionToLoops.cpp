@@ -221,10 +221,15 @@ struct Shapes {
 };
 
 /// Intra-chunk scores of x [G, C, Dk] (or [C, Dk] when !batched) against
-/// k [C, Dk]: Σ_d x_id k_jd exp(G_id − G_jd) for j ≤ i (j < i when strict),
-/// 0 elsewhere. `gc` is the chunk's cumulative log-decay [C, Dd] or null.
+/// k [C, Dk]. With a per-channel decay: Σ_d x_id k_jd exp(G_id − G_jd) for
+/// j ≤ i (j < i when strict), 0 elsewhere (`gc`, the chunk's cumulative
+/// log-decay [C, Dk], enters every product). Otherwise the plain products
+/// Σ_d x_id k_jd for every (i, j), and `factor` is set to the [C, C] matrix
+/// the caller multiplies them by: exp(G_i − G_j) (or 1 without a decay) for
+/// j ≤ i (j < i), 0 elsewhere. The contraction is then a dense, unmasked
+/// one (a causal select in its body becomes a masked store per element).
 Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
-             bool batched, bool strict) {
+             bool batched, bool strict, Value &factor) {
   int64_t C = s.chunk;
   // Dims: (g,) i, d, j; the reduction over d is outside the loop over j,
   // which reads K (and G) transposed, contiguously.
@@ -252,60 +257,77 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   SmallVector<IteratorType> its(n, P);
   its[D] = R;
   Location loc = l.loc;
+  factor = Value();
   bool channelDecay = s.decay && s.perChannel;
   if (channelDecay) {
+    // The factor is 0 outside the causal part (no select of the output).
     return l.generic(l.zeros(outShape), {x, kT, gc, transposed(gc)},
                      {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}),
                       l.map(n, {D, J}), l.map(n, out)},
                      its, [&](OpBuilder &nb, ValueRange a) -> Value {
                        Value keep = causal(nb, loc, I, J, strict);
-                       Value f = decayFactor(nb, loc, keep, a[2], a[3]);
-                       Value t = add(nb, loc, a[4],
-                                     mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
-                       return arith::SelectOp::create(nb, loc, keep, t, a[4]);
+                       Value f = arith::SelectOp::create(
+                           nb, loc, keep,
+                           decayFactor(nb, loc, keep, a[2], a[3]),
+                           arith::ConstantOp::create(nb, loc,
+                                                     nb.getF32FloatAttr(0.0)));
+                       return add(nb, loc, a[4],
+                                  mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
                      });
   }
   Value sc = l.generic(l.zeros(outShape), {x, kT},
                        {l.map(n, xi), l.map(n, {D, J}), l.map(n, out)}, its,
                        [&](OpBuilder &nb, ValueRange a) -> Value {
-                         Value keep = causal(nb, loc, I, J, strict);
-                         Value t = add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                         return arith::SelectOp::create(nb, loc, keep, t, a[2]);
+                         return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                        });
-  if (!s.decay)
+  Value zero = l.cf(0.0);
+  if (!s.decay) {
+    Value one = l.cf(1.0);
+    factor = l.generic(l.empty({C, C}), {}, {l.map(2, {0, 1})}, {P, P},
+                       [&](OpBuilder &nb, ValueRange) -> Value {
+                         Value keep = causal(nb, loc, 0, 1, strict);
+                         return arith::SelectOp::create(nb, loc, keep, one,
+                                                        zero);
+                       });
     return sc;
-  // Scalar decay: (x_i · k_j) · exp(G_i − G_j), the factors D [C, C]
-  // computed once.
+  }
+  // Scalar decay: the factors exp(G_i − G_j) [C, C] computed once (C² exps).
   Value gi = l.broadcast(gc, {C, C}, l.map(2, {0, -1}));
   Value gj = l.broadcast(gc, {C, C}, l.map(2, {1, -1}));
-  Value dm = l.mapOp({C, C}, {gi, gj}, [&](OpBuilder &nb, ValueRange a) {
+  factor = l.mapOp({C, C}, {gi, gj}, [&](OpBuilder &nb, ValueRange a) {
     Value keep = causal(nb, loc, 0, 1, strict);
-    return decayFactor(nb, loc, keep, a[0], a[1]);
+    return arith::SelectOp::create(nb, loc, keep,
+                                   decayFactor(nb, loc, keep, a[0], a[1]),
+                                   zero)
+        .getResult();
   });
-  if (batched)
-    dm = l.broadcast(dm, outShape, l.map(3, {1, 2}));
-  return l.mapOp(outShape, {sc, dm}, [&](OpBuilder &nb, ValueRange a) {
-    return mul(nb, loc, a[0], a[1]);
+  return sc;
+}
+
+/// exp(x) of a small tensor (the chunk's cumulative log-decays, [C, Dd] or
+/// [Dd]), in a linalg.map so that it is not fused into (and recomputed by)
+/// its consumers.
+Value expOf(Builder &l, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  Location loc = l.loc;
+  return l.mapOp(t.getShape(), {x}, [&](OpBuilder &nb, ValueRange a) {
+    return exp(nb, loc, a[0]);
   });
 }
 
-/// x [C, Dk] ⊙ exp(g) where g is [C, Dd] (Dd = Dk or 1), or with `row`,
-/// x ⊙ exp(g[d] − subtr[i, d]) where g is [Dd] and subtr [C, Dd].
-Value scaleRows(Builder &l, const Shapes &s, Value x, Value g, Value subtr,
-                bool row) {
-  int64_t d = s.perChannel ? 1 : -1;
-  SmallVector<int64_t> shape{s.chunk, s.dk};
-  SmallVector<Value> ins{
-      x, l.broadcast(g, shape, row ? l.map(2, {d}) : l.map(2, {0, d}))};
-  if (subtr)
-    ins.push_back(l.broadcast(subtr, shape, l.map(2, {0, d})));
+/// x [(G,) C, Dk] ⊙ e, e [C, Dd] (Dd = Dk or 1) the row (or element) factors.
+Value scaleRows(Builder &l, const Shapes &s, Value x, Value e) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t n = t.getRank();
+  SmallVector<int64_t> em{n - 2, s.perChannel ? n - 1 : int64_t(-1)};
   Location loc = l.loc;
-  return l.mapOp(shape, ins, [&](OpBuilder &nb, ValueRange a) -> Value {
-    Value e = a[1];
-    if (a.size() > 3)
-      e = sub(nb, loc, e, a[2]);
-    return mul(nb, loc, a[0], exp(nb, loc, e));
-  });
+  return l.generic(l.empty(t.getShape()), {x, e},
+                   {l.b.getMultiDimIdentityMap(n), l.map(n, em),
+                    l.b.getMultiDimIdentityMap(n)},
+                   SmallVector<IteratorType>(n, P),
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return mul(nb, loc, a[0], a[1]);
+                   });
 }
 
 /// o [G, Dv] (or [G, C, Dv]) = x · S, contracting Dk.
@@ -402,20 +424,30 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                   });
     glast = l.slice(gc, {l.ci(C - 1), z}, {1, s.dd}, {0});
   }
+  // exp(G) [C, Dd]: C·Dd exps per chunk, read by the row scalings.
+  Value eg = s.decay ? expOf(l, gc) : Value();
   // U: the values written (delta rules: the UT system), [C, Dv].
   Value U = V;
   if (s.delta) {
     Value hb = s.betaHeads == 1 ? l.ci(0) : h;
     Value bt = l.slice(beta, {bi, hb, t0, z}, {1, 1, C, 1}, {0, 1, 3});
     // M_ij = β_i Σ_d k_id k_jd exp(G_id − G_jd), j < i
-    Value M = scores(l, s, K, K, gc, /*batched=*/false, /*strict=*/true);
-    M = l.generic(M, {bt, M},
-                  {l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {0, 1})}, {P, P},
+    Value mf;
+    Value M = scores(l, s, K, K, gc, /*batched=*/false, /*strict=*/true, mf);
+    SmallVector<Value> mIns{bt, M};
+    SmallVector<AffineMap> mMaps{l.map(2, {0}), l.map(2, {0, 1})};
+    if (mf) {
+      mIns.push_back(mf);
+      mMaps.push_back(l.map(2, {0, 1}));
+    }
+    mMaps.push_back(l.map(2, {0, 1}));
+    M = l.generic(l.empty({C, C}), mIns, mMaps, {P, P},
                   [&](OpBuilder &nb, ValueRange a) -> Value {
-                    return mul(nb, loc, a[1], a[0]);
+                    Value m = mul(nb, loc, a[1], a[0]);
+                    return a.size() > 3 ? mul(nb, loc, m, a[2]) : m;
                   });
     // rhs = β ⊙ (V − (K ⊙ exp(G)) S)
-    Value Kg = s.decay ? scaleRows(l, s, K, gc, Value(), false) : K;
+    Value Kg = s.decay ? scaleRows(l, s, K, eg) : K;
     Value KS = l.generic(l.zeros({C, s.dv}), {Kg, st},
                          {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
                          {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -444,32 +476,43 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
             .getResult(0);
   }
   // Output: (Q ⊙ exp(G)) S + A U, A the causal decayed scores.
-  Value A = scores(l, s, Q, K, gc, /*batched=*/true, /*strict=*/false);
-  Value Qg = Q;
-  if (s.decay) {
-    Value gb = l.broadcast(gc, {s.group, C, s.dk},
-                           l.map(3, {1, s.perChannel ? 2 : -1}));
-    Qg = l.mapOp({s.group, C, s.dk}, {Q, gb},
-                 [&](OpBuilder &nb, ValueRange a) -> Value {
-                   return mul(nb, loc, a[0], exp(nb, loc, a[1]));
-                 });
-  }
+  // A_ij = (q_i · k_j) · factor_ij unless the decay is per channel.
+  Value af;
+  Value A = scores(l, s, Q, K, gc, /*batched=*/true, /*strict=*/false, af);
+  Value Qg = s.decay ? scaleRows(l, s, Q, eg) : Q;
   Value O = readState(l, Qg, st, {s.group, C, s.dv},
                       l.slice(out, {z, t0, z}, {s.group, C, s.dv}, {}));
-  O = l.generic(O, {A, U},
-                {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
-                {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                  return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+  // Dims (g, i, j, e): the factor A_ij · f_ij is invariant in the innermost
+  // loop over e.
+  SmallVector<Value> aIns{A, U};
+  SmallVector<AffineMap> aMaps{l.map(4, {0, 1, 2}), l.map(4, {2, 3})};
+  if (af) {
+    aIns.push_back(af);
+    aMaps.push_back(l.map(4, {1, 2}));
+  }
+  aMaps.push_back(l.map(4, {0, 1, 3}));
+  O = l.generic(O, aIns, aMaps, {P, P, R, P},
+                [&](OpBuilder &nb, ValueRange a) -> Value {
+                  Value x = a[0];
+                  if (a.size() > 3)
+                    x = mul(nb, loc, x, a[2]);
+                  return add(nb, loc, a.back(), mul(nb, loc, x, a[1]));
                 });
   out = l.insert(O, out, {z, t0, z}, {s.group, C, s.dv});
   // State: exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U.
   Value Kh = K;
   if (s.decay) {
-    Kh = scaleRows(l, s, K, glast, gc, /*row=*/true);
-    st = l.generic(st, {glast},
+    // exp(G_C − G_i) [C, Dd] (C·Dd exps), exp(G_C) [Dd] (Dd exps).
+    Value gl = l.broadcast(glast, {C, s.dd}, l.map(2, {1}));
+    Value ekh = l.mapOp({C, s.dd}, {gl, gc}, [&](OpBuilder &nb, ValueRange a) {
+      return exp(nb, loc, sub(nb, loc, a[0], a[1]));
+    });
+    Kh = scaleRows(l, s, K, ekh);
+    Value el = expOf(l, glast);
+    st = l.generic(st, {el},
                    {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
                    {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                     return mul(nb, loc, a[1], exp(nb, loc, a[0]));
+                     return mul(nb, loc, a[1], a[0]);
                    });
   }
   st = l.generic(st, {Kh, U},
@@ -595,8 +638,9 @@ LogicalResult lower(gated::LinearAttentionOp op) {
     Value whole =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                               arith::RemUIOp::create(b, loc, len, C), l.ci(0));
-    TypeRange types{RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32),
-                    RankedTensorType::get({kDyn, s.hkv, s.dk, s.dv}, l.f32)};
+    SmallVector<Type> types{
+        RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32),
+        RankedTensorType::get({kDyn, s.hkv, s.dk, s.dv}, l.f32)};
     auto ifOp = scf::IfOp::create(b, loc, types, whole, /*withElse=*/true);
     {
       OpBuilder::InsertionGuard guard(b);

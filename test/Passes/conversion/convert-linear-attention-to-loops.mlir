@@ -64,3 +64,33 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
   %o, %f = gated.linear_attention linear recurrent %q, %q, %q {scale = 0.5 : f32} : tensor<1x?x8x4xf32>, tensor<1x?x8x4xf32>, tensor<1x?x8x4xf32> -> tensor<1x?x8x4xf32>, tensor<1x?x4x4xf32>
   return %o : tensor<1x?x8x4xf32>
 }
+
+// -----
+
+// Chunked, one log-decay per head: the scores are a dense contraction (no
+// causal select in its body); the causal decay factors exp(G_i − G_j)
+// (0 above the diagonal) [C, C] are computed once per chunk and read by
+// the A·U contraction; exp(G) and exp(G_C − G) once per token, exp(G_C)
+// once per chunk.
+// CHECK-LABEL: func.func @chunked_scalar_decay
+// CHECK: scf.for {{.*}} -> (tensor<1x?x6xf32>, tensor<8x6xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x1xf32>)
+// CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<16x1xf32>)
+// CHECK: %[[SC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<1x16x16xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: linalg.yield
+// CHECK: %[[F:.*]] = linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
+// CHECK: arith.cmpi ule
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[SC]], %{{.*}}, %[[F]] : tensor<1x16x16xf32>, tensor<16x6xf32>, tensor<16x16xf32>)
+// CHECK: linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x1xf32>, tensor<16x1xf32>)
+// CHECK: math.exp
+// CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<1xf32>)
+// CHECK-NOT: math.exp
+// CHECK: scf.yield {{.*}} : tensor<1x?x6xf32>, tensor<8x6xf32>
+func.func @chunked_scalar_decay(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x6xf32>, %g: tensor<1x2x?x1xf32>) -> (tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>) {
+  %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x6xf32> -> tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
+  return %o, %f : tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
+}
