@@ -220,6 +220,80 @@ struct Shapes {
   bool decay, perChannel, delta;
 };
 
+/// A contraction over `n` loops: init (indexed by `outDims`) plus, summed
+/// over the reduction loop `r` (static extent `size`), the product of the
+/// inputs' elements (input i indexed by the loops `dims[i]`), multiplied
+/// left to right. The reduction is unrolled by u (8, 4 or 2, dividing
+/// `size`) inside the body: each input's dim along loop r is split into
+/// [size/u, u] and read u times (its last part a constant), so that every
+/// load and store of the output (the innermost loop runs along it, the
+/// reduction outside) is shared by u multiply-adds. The terms are added in
+/// the order of the loop (the same sums as the plain contraction).
+Value contract(Builder &l, Value init, ArrayRef<Value> ins,
+               ArrayRef<SmallVector<int64_t>> dims, ArrayRef<int64_t> outDims,
+               unsigned n, unsigned r, int64_t size) {
+  int64_t u = 1;
+  for (int64_t c : {8, 4, 2})
+    if (size != kDyn && size > c && size % c == 0) {
+      u = c;
+      break;
+    }
+  SmallVector<IteratorType> its(n, P);
+  its[r] = R;
+  MLIRContext *ctx = l.b.getContext();
+  SmallVector<Value> operands;
+  SmallVector<AffineMap> maps;
+  for (auto [x, ds] : llvm::zip(ins, dims)) {
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t p = -1;
+    for (size_t q = 0; q < ds.size(); ++q)
+      if (ds[q] == (int64_t)r)
+        p = q;
+    Value xe = x;
+    if (u > 1) {
+      assert(p >= 0 && "every input of a contraction reads the reduction");
+      SmallVector<int64_t> shape;
+      SmallVector<ReassociationIndices> re;
+      for (int64_t q = 0; q < t.getRank(); ++q) {
+        if (q == p) {
+          re.push_back({(int64_t)shape.size(), (int64_t)shape.size() + 1});
+          shape.append({size / u, u});
+        } else {
+          re.push_back({(int64_t)shape.size()});
+          shape.push_back(t.getDimSize(q));
+        }
+      }
+      xe = tensor::ExpandShapeOp::create(
+          l.b, l.loc, RankedTensorType::get(shape, t.getElementType()), x, re);
+    }
+    for (int64_t k = 0; k < u; ++k) {
+      SmallVector<AffineExpr> e;
+      for (size_t q = 0; q < ds.size(); ++q) {
+        e.push_back(ds[q] < 0 ? getAffineConstantExpr(0, ctx)
+                              : getAffineDimExpr(ds[q], ctx));
+        if (u > 1 && (int64_t)q == p)
+          e.push_back(getAffineConstantExpr(k, ctx));
+      }
+      operands.push_back(xe);
+      maps.push_back(AffineMap::get(n, 0, e, ctx));
+    }
+  }
+  maps.push_back(l.map(n, outDims));
+  Location loc = l.loc;
+  size_t m = ins.size();
+  return l.generic(init, operands, maps, its,
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     Value acc = a.back();
+                     for (int64_t k = 0; k < u; ++k) {
+                       Value t = a[k];
+                       for (size_t i = 1; i < m; ++i)
+                         t = mul(nb, loc, t, a[i * u + k]);
+                       acc = add(nb, loc, acc, t);
+                     }
+                     return acc;
+                   });
+}
+
 /// Intra-chunk scores of x [G, C, Dk] (or [C, Dk] when !batched) against
 /// k [C, Dk]. With a per-channel decay: Σ_d x_id k_jd exp(G_id − G_jd) for
 /// j ≤ i (j < i when strict), 0 elsewhere (`gc`, the chunk's cumulative
@@ -275,11 +349,9 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
                                   mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
                      });
   }
-  Value sc = l.generic(l.zeros(outShape), {x, kT},
-                       {l.map(n, xi), l.map(n, {D, J}), l.map(n, out)}, its,
-                       [&](OpBuilder &nb, ValueRange a) -> Value {
-                         return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                       });
+  Value sc = contract(l, l.zeros(outShape), {x, kT},
+                      {SmallVector<int64_t>(xi), SmallVector<int64_t>{D, J}},
+                      out, n, D, s.dk);
   Value zero = l.cf(0.0);
   if (!s.decay) {
     Value one = l.cf(1.0);
@@ -338,18 +410,11 @@ Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape,
   Value init =
       linalg::FillOp::create(l.b, loc, ValueRange{l.cf(0.0)}, ValueRange{dest})
           .getResult(0);
+  int64_t dk = cast<RankedTensorType>(st.getType()).getDimSize(0);
   if (outShape.size() == 2) // (g, d, e)
-    return l.generic(init, {x, st},
-                     {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
-                     {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                       return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                     });
+    return contract(l, init, {x, st}, {{0, 1}, {1, 2}}, {0, 2}, 3, 1, dk);
   // (g, i, d, e)
-  return l.generic(init, {x, st},
-                   {l.map(4, {0, 1, 2}), l.map(4, {2, 3}), l.map(4, {0, 1, 3})},
-                   {P, P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                     return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                   });
+  return contract(l, init, {x, st}, {{0, 1, 2}, {2, 3}}, {0, 1, 3}, 4, 2, dk);
 }
 
 /// One token of the recurrence for (batch bi, kv head h) at token t.
@@ -484,20 +549,15 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                       l.slice(out, {z, t0, z}, {s.group, C, s.dv}, {}));
   // Dims (g, i, j, e): the factor A_ij · f_ij is invariant in the innermost
   // loop over e.
-  SmallVector<Value> aIns{A, U};
-  SmallVector<AffineMap> aMaps{l.map(4, {0, 1, 2}), l.map(4, {2, 3})};
+  SmallVector<Value> aIns{A};
+  SmallVector<SmallVector<int64_t>> aDims{{0, 1, 2}};
   if (af) {
     aIns.push_back(af);
-    aMaps.push_back(l.map(4, {1, 2}));
+    aDims.push_back({1, 2});
   }
-  aMaps.push_back(l.map(4, {0, 1, 3}));
-  O = l.generic(O, aIns, aMaps, {P, P, R, P},
-                [&](OpBuilder &nb, ValueRange a) -> Value {
-                  Value x = a[0];
-                  if (a.size() > 3)
-                    x = mul(nb, loc, x, a[2]);
-                  return add(nb, loc, a.back(), mul(nb, loc, x, a[1]));
-                });
+  aIns.push_back(U);
+  aDims.push_back({2, 3});
+  O = contract(l, O, aIns, aDims, {0, 1, 3}, 4, 2, C);
   out = l.insert(O, out, {z, t0, z}, {s.group, C, s.dv});
   // State: exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U.
   Value Kh = K;
@@ -515,11 +575,7 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                      return mul(nb, loc, a[1], a[0]);
                    });
   }
-  st = l.generic(st, {Kh, U},
-                 {l.map(3, {1, 0}), l.map(3, {1, 2}), l.map(3, {0, 2})},
-                 {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                   return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                 });
+  st = contract(l, st, {Kh, U}, {{1, 0}, {1, 2}}, {0, 2}, 3, 1, C);
   return {out, st};
 }
 

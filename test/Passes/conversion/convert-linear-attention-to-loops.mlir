@@ -71,20 +71,26 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
 // causal select in its body); the causal decay factors exp(G_i − G_j)
 // (0 above the diagonal) [C, C] are computed once per chunk and read by
 // the A·U contraction; exp(G) and exp(G_C − G) once per token, exp(G_C)
-// once per chunk.
+// once per chunk. Each contraction's reduction is unrolled in its body
+// (the reduced dims split into [n/u, u]: Dk 8 by 4, C 16 by 8).
 // CHECK-LABEL: func.func @chunked_scalar_decay
 // CHECK: scf.for {{.*}} -> (tensor<1x?x6xf32>, tensor<8x6xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x1xf32>)
 // CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<16x1xf32>)
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x16x2x4xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x4x16xf32>
 // CHECK: %[[SC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<1x16x16xf32>)
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: arith.mulf
-// CHECK-NEXT: arith.addf
+// CHECK-NOT: arith.select
+// CHECK-COUNT-4: arith.addf
 // CHECK-NEXT: linalg.yield
 // CHECK: %[[F:.*]] = linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
 // CHECK: arith.cmpi ule
 // CHECK: math.exp
-// CHECK: linalg.generic {{.*}} ins(%[[SC]], %{{.*}}, %[[F]] : tensor<1x16x16xf32>, tensor<16x6xf32>, tensor<16x16xf32>)
+// CHECK: tensor.expand_shape %[[SC]] {{.*}} into tensor<1x16x2x8xf32>
+// CHECK: tensor.expand_shape %[[F]] {{.*}} into tensor<16x2x8xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x6xf32>)
+// CHECK-COUNT-8: arith.addf
+// CHECK-NEXT: linalg.yield
 // CHECK: linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x1xf32>, tensor<16x1xf32>)
 // CHECK: math.exp
 // CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<1xf32>)
