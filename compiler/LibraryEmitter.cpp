@@ -301,7 +301,14 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
       os << "      memcpy(out_data[" << i << "], (const char *)res.r" << i
          << ".aligned + res.r" << i << ".offset * " << es << ", " << es
          << ");\n";
-    os << "    }\n    free(res.r" << i << ".allocated);\n  }\n";
+    // One buffer may back several outputs (or be an input): free each
+    // allocation once, and never the caller's.
+    os << "    }\n    if (1";
+    for (size_t j = 0; j < i; ++j)
+      os << " && res.r" << i << ".allocated != res.r" << j << ".allocated";
+    for (size_t j = 0; j < sig.inputs.size(); ++j)
+      os << " && res.r" << i << ".allocated != a" << j << ".allocated";
+    os << ")\n      free(res.r" << i << ".allocated);\n  }\n";
   }
   os << "  return failed;\n}\n\n";
   os << "static const gatec_model_abi gatec_abi = {GATEC_MODEL_ABI_VERSION, "
