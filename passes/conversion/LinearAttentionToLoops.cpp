@@ -228,7 +228,8 @@ struct Shapes {
 /// [size/u, u] and read u times (its last part a constant), so that every
 /// load and store of the output (the innermost loop runs along it, the
 /// reduction outside) is shared by u multiply-adds. The terms are added in
-/// the order of the loop (the same sums as the plain contraction).
+/// the order of the loop, each by a fused multiply-add (math.fma: without
+/// it the multiply and the add are separate instructions).
 Value contract(Builder &l, Value init, ArrayRef<Value> ins,
                ArrayRef<SmallVector<int64_t>> dims, ArrayRef<int64_t> outDims,
                unsigned n, unsigned r, int64_t size) {
@@ -286,9 +287,10 @@ Value contract(Builder &l, Value init, ArrayRef<Value> ins,
                      Value acc = a.back();
                      for (int64_t k = 0; k < u; ++k) {
                        Value t = a[k];
-                       for (size_t i = 1; i < m; ++i)
+                       for (size_t i = 1; i + 1 < m; ++i)
                          t = mul(nb, loc, t, a[i * u + k]);
-                       acc = add(nb, loc, acc, t);
+                       acc = math::FmaOp::create(nb, loc, t,
+                                                 a[(m - 1) * u + k], acc);
                      }
                      return acc;
                    });

@@ -72,7 +72,8 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
 // (0 above the diagonal) [C, C] are computed once per chunk and read by
 // the A·U contraction; exp(G) and exp(G_C − G) once per token, exp(G_C)
 // once per chunk. Each contraction's reduction is unrolled in its body
-// (the reduced dims split into [n/u, u]: Dk 8 by 4, C 16 by 8).
+// (the reduced dims split into [n/u, u]: Dk 8 by 4, C 16 by 8), by fused
+// multiply-adds.
 // CHECK-LABEL: func.func @chunked_scalar_decay
 // CHECK: scf.for {{.*}} -> (tensor<1x?x6xf32>, tensor<8x6xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x1xf32>)
@@ -81,7 +82,7 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
 // CHECK: tensor.expand_shape {{.*}} into tensor<2x4x16xf32>
 // CHECK: %[[SC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<1x16x16xf32>)
 // CHECK-NOT: arith.select
-// CHECK-COUNT-4: arith.addf
+// CHECK-COUNT-4: math.fma
 // CHECK-NEXT: linalg.yield
 // CHECK: %[[F:.*]] = linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
 // CHECK: arith.cmpi ule
@@ -89,7 +90,7 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
 // CHECK: tensor.expand_shape %[[SC]] {{.*}} into tensor<1x16x2x8xf32>
 // CHECK: tensor.expand_shape %[[F]] {{.*}} into tensor<16x2x8xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x6xf32>)
-// CHECK-COUNT-8: arith.addf
+// CHECK-COUNT-8: math.fma
 // CHECK-NEXT: linalg.yield
 // CHECK: linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x1xf32>, tensor<16x1xf32>)
 // CHECK: math.exp
