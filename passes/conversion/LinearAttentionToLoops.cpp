@@ -218,6 +218,7 @@ Value decayFactor(OpBuilder &b, Location l, Value keep, Value gi, Value gj) {
 struct Shapes {
   int64_t hq, hkv, group, dk, dv, dd, betaHeads, chunk;
   bool decay, perChannel, delta;
+  double scale;
 };
 
 /// A contraction over `n` loops: init (indexed by `outDims`) plus, summed
@@ -419,6 +420,22 @@ Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape,
   return contract(l, init, {x, st}, {{0, 1, 2}, {2, 3}}, {0, 1, 3}, 4, 2, dk);
 }
 
+/// x (a step's query slice) multiplied by the scale.
+Value scaled(Builder &l, const Shapes &s, Value x) {
+  if (s.scale == 1.0)
+    return x;
+  auto t = cast<RankedTensorType>(x.getType());
+  unsigned n = t.getRank();
+  AffineMap id = l.b.getMultiDimIdentityMap(n);
+  Value c = l.cf(s.scale);
+  Location loc = l.loc;
+  return l.generic(l.empty(t.getShape()), {x}, {id, id},
+                   SmallVector<IteratorType>(n, P),
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return mul(nb, loc, a[0], c);
+                   });
+}
+
 /// One token of the recurrence for (batch bi, kv head h) at token t.
 SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                                  Value t, Value q, Value k, Value v,
@@ -428,7 +445,8 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value hq0 = arith::MulIOp::create(l.b, loc, h, l.ci(s.group));
   Value kt = l.slice(k, {bi, h, t, z}, {1, 1, 1, s.dk}, {0, 1, 2});
   Value vt = l.slice(v, {bi, h, t, z}, {1, 1, 1, s.dv}, {0, 1, 2});
-  Value qt = l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk}, {0, 2});
+  Value qt = scaled(l, s, l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk},
+                                  {0, 2}));
   if (s.decay) {
     // S = diag(exp(g_t)) S
     Value gt = l.slice(decay, {bi, h, t, z}, {1, 1, 1, s.dd}, {0, 1, 2});
@@ -477,7 +495,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
   Value K = l.slice(k, {bi, h, t0, z}, {1, 1, C, s.dk}, {0, 1});
   Value V = l.slice(v, {bi, h, t0, z}, {1, 1, C, s.dv}, {0, 1});
-  Value Q = l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk}, {0});
+  Value Q = scaled(l, s, l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk},
+                                 {0}));
   Value gc, glast;
   if (s.decay) {
     // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).
@@ -629,7 +648,10 @@ LogicalResult lower(gated::LinearAttentionOp op) {
                                "dims must be static";
   s.group = s.hq / s.hkv;
 
-  Value q = l.toF32(op.getQuery(), op.getScale().convertToDouble());
+  // The scale is applied to each step's query slice (scaled()), not by a
+  // pass over the whole query tensor.
+  s.scale = op.getScale().convertToDouble();
+  Value q = l.toF32(op.getQuery());
   Value k = l.toF32(op.getKey()), v = l.toF32(op.getValue());
   Value decay = s.decay ? l.toF32(op.getDecay()) : Value();
   Value beta = s.delta ? l.toF32(op.getBeta()) : Value();
