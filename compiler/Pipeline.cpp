@@ -101,6 +101,10 @@ const std::vector<Phase> &getPhases() {
              // scf-to-cf splits their bodies into blocks.
              "scf-forall-to-parallel,convert-scf-to-openmp,"
              "finalize-memref-to-llvm,"
+             // bf16 arithmetic in f32, rounded to bf16 after each op, and
+             // the rounding as integer arithmetic: libgcc 12 has no
+             // __truncsfbf2 for the model library to link.
+             "bf16-arith-to-f32,arith-expand{include-bf16=true},"
              "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
              "convert-to-llvm,reconcile-unrealized-casts",
              pm);

@@ -142,4 +142,20 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
   ];
 }
 
+def Bf16ArithToF32 : Pass<"bf16-arith-to-f32"> {
+  let summary = "bf16 arithmetic in f32, rounded to bf16 after every op";
+  let description = [{
+    Rewrites every arith/math op with bf16 operands or results (other than
+    extf, truncf, bitcast, constant, select) into the same op on f32
+    (operands extended with arith.extf) followed by arith.truncf back to
+    bf16, so each op's result is rounded to bf16 as the ONNX op's output
+    type says (round to nearest even). `arith-expand{include-bf16=true}`
+    then spells the truncation out in integer arithmetic, so the model
+    library needs no __truncsfbf2 (libgcc 12 has none). Upstream
+    `arith-emulate-unsupported-floats` is not used: it keeps consecutive
+    emulated ops in f32, skipping the rounding between them.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif
