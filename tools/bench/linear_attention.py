@@ -3,7 +3,7 @@
 
   chunked    ONNX LinearAttention-27 (gated, one log-decay per head) compiled
              by gatec with the default pipeline (--chunk-linear-attention,
-             chunk 64): O(T·C) work and memory per head
+             chunk 16): O(T·C) work and memory per head
   sequential the same model without the fused phase (gatec's recurrent
              form: one scf.for iteration per token)
   quadratic  the parallel form (Q Kᵀ ⊙ D) V with D_ij = exp(G_i − G_j)

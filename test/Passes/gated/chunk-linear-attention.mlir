@@ -1,10 +1,11 @@
 // RUN: gatec-opt %s --chunk-linear-attention -split-input-file -verify-diagnostics | FileCheck %s
-// RUN: gatec-opt %s --chunk-linear-attention=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=C16
+// RUN: gatec-opt %s --chunk-linear-attention=chunk-size=64 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=C64
 
 // CHECK-LABEL: func.func @form
-// The default chunk size (64) is the attribute's default, so not printed.
-// CHECK: gated.linear_attention gated_delta chunked {{.*}} {scale = 1.000000e+00 : f32}
-// C16: gated.linear_attention gated_delta chunked {{.*}}chunk_size = 16 : i64
+// The pass's default chunk size is 16; 64 is the attribute's default, so
+// not printed.
+// CHECK: gated.linear_attention gated_delta chunked {{.*}}chunk_size = 16 : i64
+// C64: gated.linear_attention gated_delta chunked {{.*}} {scale = 1.000000e+00 : f32}
 func.func @form(%q: tensor<1x2x?x8xf32>, %g: tensor<1x2x?x1xf32>, %b: tensor<1x2x?x1xf32>) -> tensor<1x2x?x8xf32> {
   %o, %s = gated.linear_attention gated_delta recurrent %q, %q, %q decay(%g : tensor<1x2x?x1xf32>) beta(%b : tensor<1x2x?x1xf32>) {chunk_size = 32 : i64, scale = 1.0 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32> -> tensor<1x2x?x8xf32>, tensor<1x2x8x8xf32>
   return %o : tensor<1x2x?x8xf32>
