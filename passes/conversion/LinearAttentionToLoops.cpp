@@ -283,18 +283,17 @@ Value contract(Builder &l, Value init, ArrayRef<Value> ins,
   maps.push_back(l.map(n, outDims));
   Location loc = l.loc;
   size_t m = ins.size();
-  return l.generic(init, operands, maps, its,
-                   [&](OpBuilder &nb, ValueRange a) -> Value {
-                     Value acc = a.back();
-                     for (int64_t k = 0; k < u; ++k) {
-                       Value t = a[k];
-                       for (size_t i = 1; i + 1 < m; ++i)
-                         t = mul(nb, loc, t, a[i * u + k]);
-                       acc = math::FmaOp::create(nb, loc, t,
-                                                 a[(m - 1) * u + k], acc);
-                     }
-                     return acc;
-                   });
+  return l.generic(
+      init, operands, maps, its, [&](OpBuilder &nb, ValueRange a) -> Value {
+        Value acc = a.back();
+        for (int64_t k = 0; k < u; ++k) {
+          Value t = a[k];
+          for (size_t i = 1; i + 1 < m; ++i)
+            t = mul(nb, loc, t, a[i * u + k]);
+          acc = math::FmaOp::create(nb, loc, t, a[(m - 1) * u + k], acc);
+        }
+        return acc;
+      });
 }
 
 /// Intra-chunk scores of x [G, C, Dk] (or [C, Dk] when !batched) against
@@ -338,19 +337,17 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   bool channelDecay = s.decay && s.perChannel;
   if (channelDecay) {
     // The factor is 0 outside the causal part (no select of the output).
-    return l.generic(l.zeros(outShape), {x, kT, gc, transposed(gc)},
-                     {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}),
-                      l.map(n, {D, J}), l.map(n, out)},
-                     its, [&](OpBuilder &nb, ValueRange a) -> Value {
-                       Value keep = causal(nb, loc, I, J, strict);
-                       Value f = arith::SelectOp::create(
-                           nb, loc, keep,
-                           decayFactor(nb, loc, keep, a[2], a[3]),
-                           arith::ConstantOp::create(nb, loc,
-                                                     nb.getF32FloatAttr(0.0)));
-                       return add(nb, loc, a[4],
-                                  mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
-                     });
+    return l.generic(
+        l.zeros(outShape), {x, kT, gc, transposed(gc)},
+        {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}), l.map(n, {D, J}),
+         l.map(n, out)},
+        its, [&](OpBuilder &nb, ValueRange a) -> Value {
+          Value keep = causal(nb, loc, I, J, strict);
+          Value f = arith::SelectOp::create(
+              nb, loc, keep, decayFactor(nb, loc, keep, a[2], a[3]),
+              arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0)));
+          return add(nb, loc, a[4], mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
+        });
   }
   Value sc = contract(l, l.zeros(outShape), {x, kT},
                       {SmallVector<int64_t>(xi), SmallVector<int64_t>{D, J}},
@@ -358,12 +355,12 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   Value zero = l.cf(0.0);
   if (!s.decay) {
     Value one = l.cf(1.0);
-    factor = l.generic(l.empty({C, C}), {}, {l.map(2, {0, 1})}, {P, P},
-                       [&](OpBuilder &nb, ValueRange) -> Value {
-                         Value keep = causal(nb, loc, 0, 1, strict);
-                         return arith::SelectOp::create(nb, loc, keep, one,
-                                                        zero);
-                       });
+    factor =
+        l.generic(l.empty({C, C}), {}, {l.map(2, {0, 1})}, {P, P},
+                  [&](OpBuilder &nb, ValueRange) -> Value {
+                    Value keep = causal(nb, loc, 0, 1, strict);
+                    return arith::SelectOp::create(nb, loc, keep, one, zero);
+                  });
     return sc;
   }
   // Scalar decay: the factors exp(G_i − G_j) [C, C] computed once (C² exps).
@@ -372,8 +369,7 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   factor = l.mapOp({C, C}, {gi, gj}, [&](OpBuilder &nb, ValueRange a) {
     Value keep = causal(nb, loc, 0, 1, strict);
     return arith::SelectOp::create(nb, loc, keep,
-                                   decayFactor(nb, loc, keep, a[0], a[1]),
-                                   zero)
+                                   decayFactor(nb, loc, keep, a[0], a[1]), zero)
         .getResult();
   });
   return sc;
@@ -445,8 +441,8 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value hq0 = arith::MulIOp::create(l.b, loc, h, l.ci(s.group));
   Value kt = l.slice(k, {bi, h, t, z}, {1, 1, 1, s.dk}, {0, 1, 2});
   Value vt = l.slice(v, {bi, h, t, z}, {1, 1, 1, s.dv}, {0, 1, 2});
-  Value qt = scaled(l, s, l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk},
-                                  {0, 2}));
+  Value qt =
+      scaled(l, s, l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk}, {0, 2}));
   if (s.decay) {
     // S = diag(exp(g_t)) S
     Value gt = l.slice(decay, {bi, h, t, z}, {1, 1, 1, s.dd}, {0, 1, 2});
@@ -495,8 +491,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
   Value K = l.slice(k, {bi, h, t0, z}, {1, 1, C, s.dk}, {0, 1});
   Value V = l.slice(v, {bi, h, t0, z}, {1, 1, C, s.dv}, {0, 1});
-  Value Q = scaled(l, s, l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk},
-                                 {0}));
+  Value Q =
+      scaled(l, s, l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk}, {0}));
   Value gc, glast;
   if (s.decay) {
     // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).

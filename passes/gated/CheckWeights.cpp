@@ -52,13 +52,6 @@ llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
     for (Value v : op->getOperands())
       if (Operation *d = v.getDefiningOp())
         work.push_back(d);
-    // After bufferization values flow through buffers: whatever uses a live
-    // buffer (its writers, and views of it) may feed it. Readers are
-    // included too, which only makes the check more lenient.
-    for (Value r : op->getResults())
-      if (isa<BaseMemRefType>(r.getType()))
-        for (Operation *u : r.getUsers())
-          work.push_back(u);
     // Ops nested in regions (Scan bodies) and what they read.
     op->walk([&](Operation *inner) {
       if (inner != op)

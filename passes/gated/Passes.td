@@ -142,7 +142,9 @@ def CheckWeights : Pass<"check-weights", "mlir::ModuleOp"> {
     their initializer in their location), and the node that consumed each.
     Every later run fails with an error naming each initializer that no
     longer contributes and the node that used it. gatec runs it after every
-    phase (`--check-weights`, on by default). A converter that silently drops
+    graph-level phase, onnx to linalg (`--check-weights`, on by default):
+    it follows values through SSA use-def chains on tensors, which
+    bufferized IR no longer has. A converter that silently drops
     an output-gate projection gives fluent but degraded text (seed 004,
     "Failure modes").
   }];

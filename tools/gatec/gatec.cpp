@@ -280,6 +280,10 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (report == "fusion" && reportDim < 1) {
+    llvm::errs() << "gatec: --report-dim must be >= 1\n";
+    return 1;
+  }
   if (report == "fusion") {
     if (compileFrom.empty() || first < gatec::findPhase("tiled"))
       return failed(gatec::printFusionReport(*module, first, reportDim,
