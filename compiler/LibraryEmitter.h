@@ -40,7 +40,21 @@ struct EmitOptions {
   bool objectOnly = false; // write a relocatable object instead
   std::string cc = "clang-22";
   std::string runtimeInclude; // dir holding gatec/model_abi.h
+  /// CUDA: the host module launches kernels through libgatec_cuda (the
+  /// runtime's CUDA backend, in cudaRuntimeLibDir); the ABI wrapper copies
+  /// inputs to the device and outputs back.
+  bool cuda = false;
+  std::string gpuArch;
+  std::string cudaRuntimeLibDir;
 };
+
+/// Writes the PTX of every gpu.binary of `module` (phase `ptx`) or of every
+/// gpu.module (phase `nvvm`, translated here) to DIR/<kernel module>.ptx,
+/// and runs `ptxas -v` for `gpuArch` on each when ptxas is found, writing its
+/// resource usage (registers, shared memory, spill stores/loads) to
+/// DIR/resources.txt.
+mlir::LogicalResult dumpKernels(mlir::ModuleOp module, llvm::StringRef dir,
+                                llvm::StringRef gpuArch);
 
 /// Translates the LLVM dialect module to LLVM IR, generates the ABI wrapper
 /// for `sig`, and compiles and links both for the host CPU.
@@ -48,8 +62,11 @@ mlir::LogicalResult emitLibrary(mlir::ModuleOp llvmModule,
                                 const ModelSignature &sig,
                                 const EmitOptions &opts);
 
-/// The C source of the ABI wrapper (exposed for tests and --emit=wrapper).
-std::string abiWrapperSource(const ModelSignature &sig);
+/// The C source of the ABI wrapper. With `cudaArch` set (e.g. "sm_90"), the
+/// wrapper copies the inputs to device memory, runs, waits, and copies the
+/// outputs back through libgatec_cuda (runtime/src/cuda/gatec_cuda.h).
+std::string abiWrapperSource(const ModelSignature &sig,
+                             llvm::StringRef cudaArch = "");
 
 } // namespace gatec
 

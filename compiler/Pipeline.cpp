@@ -6,6 +6,7 @@
 #include "passes/conversion/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/gated/Passes.h"
+#include "passes/gpu/Passes.h"
 #include "passes/onnx/Passes.h"
 #include "passes/tiling/Passes.h"
 
@@ -25,8 +26,10 @@ PipelineOptions &pipelineOptions() {
   return options;
 }
 
-const std::vector<Phase> &getPhases() {
-  static const std::vector<Phase> phases = {
+namespace {
+/// Phases 1-5, shared by every target.
+std::vector<Phase> commonPhases() {
+  return {
       {"onnx", "ONNX ops as imported; shapes inferred, shape chains folded",
        [](mlir::OpPassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(onnx::createOnnxShapeInference());
@@ -91,28 +94,107 @@ const std::vector<Phase> &getPhases() {
              "cse,canonicalize",
              pm);
        }},
-      {"cpu", "loops, LLVM dialect for the host CPU",
+  };
+}
+
+/// The host-side lowering of loops and memrefs to the LLVM dialect.
+const char *kHostToLLVM =
+    "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
+    "lower-affine,";
+
+Phase cpuPhase() {
+  return {"cpu", "loops, LLVM dialect for the host CPU",
+          [](mlir::OpPassManager &pm) {
+            if (pipelineOptions().cpuThreadMapping) {
+              gpu::DistributeToThreadsOptions o;
+              o.threads = pipelineOptions().gpuThreads;
+              pm.addNestedPass<mlir::func::FuncOp>(
+                  gpu::createDistributeToThreads(o));
+            }
+            (void)mlir::parsePassPipeline(
+                std::string(kHostToLLVM) +
+                    // Each scf.forall iteration is a task for an OpenMP
+                    // thread; the alloca scopes the OpenMP conversion adds
+                    // are lowered before scf-to-cf splits their bodies into
+                    // blocks.
+                    "scf-forall-to-parallel,convert-scf-to-openmp,"
+                    // Vector code (the chunked linear attention's
+                    // register-blocked products): transfers become vector
+                    // loads and stores.
+                    "convert-vector-to-llvm,"
+                    "finalize-memref-to-llvm,"
+                    // bf16 arithmetic in f32, rounded to bf16 after each op,
+                    // and the rounding as integer arithmetic: libgcc 12 has
+                    // no __truncsfbf2 for the model library to link.
+                    "bf16-arith-to-f32,arith-expand{include-bf16=true},"
+                    "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-"
+                    "libm,convert-to-llvm,reconcile-unrealized-casts",
+                pm);
+          }};
+}
+
+std::vector<Phase> cudaPhases() {
+  return {
+      {"gpu", "tiled loops mapped onto blocks and threads, kernels outlined",
        [](mlir::OpPassManager &pm) {
+         gpu::DistributeToThreadsOptions d;
+         d.threads = pipelineOptions().gpuThreads;
+         pm.addNestedPass<mlir::func::FuncOp>(gpu::createDistributeToThreads(d));
+         pm.addPass(mlir::createCanonicalizerPass());
+         gpu::MapForallToGpuOptions m;
+         m.threads = pipelineOptions().gpuThreads;
+         pm.addPass(gpu::createMapForallToGpu(m));
+         pm.addNestedPass<mlir::func::FuncOp>(gpu::createDeviceMemory());
+         // Outlined first: the canonicalizer would hoist the constants the
+         // mapping sank into the kernels back to the host function.
+         (void)mlir::parsePassPipeline("gpu-kernel-outlining", pm);
+         pm.addPass(mlir::createCanonicalizerPass());
+         pm.addPass(mlir::createCSEPass());
+       }},
+      {"nvvm", "kernels in the NVVM dialect; host code still on memrefs",
+       [](mlir::OpPassManager &pm) {
+         const PipelineOptions &o = pipelineOptions();
          (void)mlir::parsePassPipeline(
-             "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
-             "lower-affine,"
-             // Each scf.forall iteration is a task for an OpenMP thread; the
-             // alloca scopes the OpenMP conversion adds are lowered before
-             // scf-to-cf splits their bodies into blocks.
-             "scf-forall-to-parallel,convert-scf-to-openmp,"
-             "finalize-memref-to-llvm,"
-             // bf16 arithmetic in f32, rounded to bf16 after each op, and
-             // the rounding as integer arithmetic: libgcc 12 has no
-             // __truncsfbf2 for the model library to link.
-             "bf16-arith-to-f32,arith-expand{include-bf16=true},"
-             "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
-             "convert-to-llvm,reconcile-unrealized-casts",
+             "nvvm-attach-target{chip=" + o.gpuArch +
+                 " features=+ptx80 O=3},"
+                 "gpu.module(lower-affine,expand-strided-metadata,"
+                 "lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{index-"
+                 "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)",
+             pm);
+       }},
+      {"ptx", "kernels as PTX/cubin embedded in the host module (LLVM "
+              "dialect); host code calls the CUDA runtime",
+       [](mlir::OpPassManager &pm) {
+         const PipelineOptions &o = pipelineOptions();
+         (void)mlir::parsePassPipeline(
+             std::string(kHostToLLVM) +
+                 "convert-scf-to-cf,arith-expand{include-bf16=true},"
+                 "finalize-memref-to-llvm,convert-math-to-llvm,"
+                 "convert-math-to-libm,func.func(gpu-async-region),gpu-to-llvm,convert-to-llvm,"
+                 "reconcile-unrealized-casts,"
+                 "gpu-module-to-binary{format=" +
+                 o.gpuFormat + "},canonicalize",
              pm);
        }},
   };
+}
+} // namespace
+
+const std::vector<Phase> &getPhases() {
+  static std::vector<Phase> phases;
+  static std::string builtFor;
+  if (builtFor != pipelineOptions().target || phases.empty()) {
+    builtFor = pipelineOptions().target;
+    phases = commonPhases();
+    if (builtFor == "cuda") {
+      auto gpuPhases = cudaPhases();
+      phases.insert(phases.end(), gpuPhases.begin(), gpuPhases.end());
+    } else {
+      phases.push_back(cpuPhase());
+    }
+  }
   return phases;
 }
-
 int findPhase(llvm::StringRef name) {
   const auto &phases = getPhases();
   for (size_t i = 0; i < phases.size(); ++i)
@@ -141,6 +223,7 @@ void registerGatecPasses() {
   conversion::registerConversionPasses();
   tiling::registerTilingPasses();
   fusion::registerFusionPasses();
+  gpu::registerGpuPasses();
 }
 
 } // namespace gatec

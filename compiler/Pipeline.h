@@ -34,10 +34,22 @@ struct PipelineOptions {
   /// Producers fused into their consumers' loops (--tile-and-fuse-linalg's
   /// fusion, --fuse-elementwise); false: one loop nest per linalg op.
   bool fuseProducers = true;
+  /// cpu (the host CPU) or cuda (NVIDIA GPUs; phases gpu, nvvm, ptx).
+  std::string target = "cpu";
+  /// CUDA: the SM architecture of the kernels (sm_80, sm_90, ...).
+  std::string gpuArch = "sm_90";
+  /// CUDA: threads per block of every kernel.
+  int64_t gpuThreads = 128;
+  /// CUDA: the kernels' container (isa: PTX text, JIT-compiled by the
+  /// driver; bin: cubin from ptxas; fatbin: cubin and PTX).
+  std::string gpuFormat = "fatbin";
+  /// CPU: run the GPU thread mapping (--distribute-to-threads) on the CPU
+  /// first, to check it against the unmapped form without a GPU.
+  bool cpuThreadMapping = false;
 };
 PipelineOptions &pipelineOptions();
 
-/// All phases, in order.
+/// All phases of the current target (pipelineOptions().target), in order.
 const std::vector<Phase> &getPhases();
 
 /// Index of the phase named `name`, or -1.

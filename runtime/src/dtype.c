@@ -1,4 +1,6 @@
 /*===- dtype.c - Element types, devices, versions ------------------------===*/
+#include <dlfcn.h>
+#include <string.h>
 #include "internal.h"
 
 #include "gatec/model_abi.h"
@@ -53,16 +55,46 @@ const char *gatec_device_name(gatec_device device) {
   return "unknown";
 }
 
+/* Is a CUDA device usable here? The driver is loaded at run time, so the
+ * runtime builds and runs on machines without CUDA. */
+static gatec_status *cuda_check(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
+                           "device unavailable: no CUDA driver on this "
+                           "machine (%s); the cuda device "
+                           "needs an NVIDIA GPU and its driver",
+                           e ? e : "not found");
+  }
+  int (*init)(unsigned) = NULL;
+  int (*count)(int *) = NULL;
+  void *p = dlsym(h, "cuInit");
+  memcpy(&init, &p, sizeof(p));
+  p = dlsym(h, "cuDeviceGetCount");
+  memcpy(&count, &p, sizeof(p));
+  int n = 0, r;
+  if (!init || !count)
+    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
+                           "device unavailable: libcuda.so.1 lacks cuInit");
+  if ((r = init(0)) != 0)
+    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
+                           "device unavailable: CUDA initialisation failed "
+                           "(CUresult %d)",
+                           r);
+  if (count(&n) != 0 || n == 0)
+    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
+                           "device unavailable: no CUDA device on this "
+                           "machine");
+  return NULL; /* the driver stays loaded */
+}
+
 gatec_status *gatec_device_check(gatec_device device) {
   switch (device) {
   case GATEC_DEVICE_CPU:
     return NULL;
   case GATEC_DEVICE_CUDA:
-    /* The CUDA backend (driver API, libcuda loaded at run time) is not part
-     * of this build yet. */
-    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
-                           "device unavailable: gatec was built without CUDA "
-                           "support");
+    return cuda_check();
   }
   return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT, "unknown device %d",
                          (int)device);

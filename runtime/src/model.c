@@ -146,25 +146,35 @@ static bool cpu_target_matches(const char *target, const char *host) {
          (target[n] == '\0' || target[n] == '-');
 }
 
-static gatec_status *check_target(const char *path, const char *target) {
+static gatec_status *check_target(const char *path, const char *target,
+                                  gatec_device device) {
   const char *host = gatec_runtime_cpu_target();
-  if (strncmp(target, "cuda", 4) == 0)
-    return gatec_rt_status(GATEC_STATUS_WRONG_TARGET,
-                           "cannot load model '%s': it was compiled for "
-                           "target '%s', but gatec was built without CUDA "
-                           "support (this runtime runs '%s' models)",
-                           path, target, host);
-  if (strncmp(target, "cpu-", 4) == 0) {
-    if (cpu_target_matches(target, host))
+  if (strncmp(target, "cuda-", 5) == 0) {
+    if (device == GATEC_DEVICE_CUDA)
       return NULL;
     return gatec_rt_status(GATEC_STATUS_WRONG_TARGET,
-                           "cannot load model '%s': it was compiled for "
-                           "target '%s', but this machine runs '%s' models",
-                           path, target, host);
+                           "cannot load model '%s' on the cpu: it was "
+                           "compiled for target '%s' (load it on the cuda "
+                           "device, e.g. gatec-run --device=cuda)",
+                           path, target);
+  }
+  if (strncmp(target, "cpu-", 4) == 0) {
+    if (!cpu_target_matches(target, host))
+      return gatec_rt_status(GATEC_STATUS_WRONG_TARGET,
+                             "cannot load model '%s': it was compiled for "
+                             "target '%s', but this machine runs '%s' models",
+                             path, target, host);
+    if (device != GATEC_DEVICE_CPU)
+      return gatec_rt_status(GATEC_STATUS_WRONG_TARGET,
+                             "cannot load model '%s' on the %s device: it "
+                             "was compiled for the CPU ('%s'; compile it "
+                             "with gatec --target=cuda)",
+                             path, gatec_device_name(device), target);
+    return NULL;
   }
   return gatec_rt_status(GATEC_STATUS_WRONG_TARGET,
                          "cannot load model '%s': unknown target '%s' (this "
-                         "runtime runs '%s' models)",
+                         "runtime runs '%s' and 'cuda-sm_*' models)",
                          path, target, host);
 }
 
@@ -254,7 +264,7 @@ gatec_status *gatec_model_load(const char *path, gatec_device device,
                            "%s",
                            path, abi->target ? "run function" : "target");
   }
-  if ((st = check_target(path, abi->target))) {
+  if ((st = check_target(path, abi->target, device))) {
     model_free(m);
     return st;
   }

@@ -102,6 +102,16 @@ gatec_tensor *gatec_rt_tensor_adopt(void *data, gatec_dtype dtype, int32_t rank,
   return tensor_new(data, dtype, rank, shape, NULL, GATEC_DEVICE_CPU, true);
 }
 
+/* Tensors live in host memory (a CUDA model copies them to the GPU). */
+static gatec_status *host_tensor_device(gatec_device device) {
+  if (device == GATEC_DEVICE_CUDA)
+    return gatec_rt_status(GATEC_STATUS_DEVICE_UNAVAILABLE,
+                           "device unavailable: tensors live in host memory "
+                           "(a CUDA model copies its inputs to the GPU and "
+                           "its outputs back); create them on the cpu");
+  return gatec_device_check(device);
+}
+
 gatec_status *gatec_tensor_create(gatec_dtype dtype, int32_t rank,
                                   const int64_t *shape, gatec_device device,
                                   gatec_tensor **out) {
@@ -110,7 +120,7 @@ gatec_status *gatec_tensor_create(gatec_dtype dtype, int32_t rank,
   if (!out)
     return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
                            "gatec_tensor_create: out is NULL");
-  gatec_status *st = gatec_device_check(device);
+  gatec_status *st = host_tensor_device(device);
   if (st)
     return st;
   size_t bytes;
@@ -143,7 +153,7 @@ gatec_status *gatec_tensor_wrap(void *data, gatec_dtype dtype, int32_t rank,
   if (!out)
     return gatec_rt_status(GATEC_STATUS_INVALID_ARGUMENT,
                            "gatec_tensor_wrap: out is NULL");
-  gatec_status *st = gatec_device_check(device);
+  gatec_status *st = host_tensor_device(device);
   if (st)
     return st;
   int64_t n;

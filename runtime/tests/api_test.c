@@ -123,8 +123,11 @@ static void test_dtypes_and_status(void) {
   CHECK(strcmp(gatec_device_name(GATEC_DEVICE_CPU), "cpu") == 0);
   CHECK(strcmp(gatec_device_name(GATEC_DEVICE_CUDA), "cuda") == 0);
   EXPECT_OK(gatec_device_check(GATEC_DEVICE_CPU));
+  /* This test runs on machines without a CUDA driver. */
   EXPECT_STATUS(gatec_device_check(GATEC_DEVICE_CUDA), DEVICE_UNAVAILABLE,
-                "device unavailable: gatec was built without CUDA support");
+                "device unavailable: no CUDA driver on this machine (libcuda.so.1: "
+                "cannot open shared object file: No such file or directory); "
+                "the cuda device needs an NVIDIA GPU and its driver");
   EXPECT_STATUS(gatec_device_check((gatec_device)7), INVALID_ARGUMENT,
                 "unknown device 7");
 }
@@ -204,7 +207,9 @@ static void test_tensors(void) {
   EXPECT_STATUS(
       gatec_tensor_create(GATEC_DTYPE_F32, 2, shape, GATEC_DEVICE_CUDA, &t),
       DEVICE_UNAVAILABLE,
-      "device unavailable: gatec was built without CUDA support");
+      "device unavailable: tensors live in host memory (a CUDA model "
+      "copies its inputs to the GPU and its outputs back); create them on "
+      "the cpu");
 
   /* Borrowed memory, strides. */
   float m[6] = {1, 2, 3, 4, 5, 6}; /* [[1 2 3] [4 5 6]] */
@@ -275,7 +280,9 @@ static void test_tensors(void) {
   EXPECT_STATUS(gatec_tensor_wrap(m, GATEC_DTYPE_F32, 2, s23, NULL,
                                   GATEC_DEVICE_CUDA, &t),
                 DEVICE_UNAVAILABLE,
-                "device unavailable: gatec was built without CUDA support");
+                "device unavailable: tensors live in host memory (a CUDA model "
+      "copies its inputs to the GPU and its outputs back); create them on "
+      "the cpu");
   EXPECT_STATUS(gatec_tensor_copy_dense(NULL, &t), INVALID_ARGUMENT,
                 "gatec_tensor_copy_dense: the tensor is NULL");
 
@@ -316,17 +323,19 @@ static void test_load_errors(void) {
           "with a gatec that matches this runtime)",
           model_path("affine_abi2.so")));
   snprintf(buf, sizeof(buf),
-           "cannot load model '%s': it was compiled for target 'cuda-sm_90', "
-           "but gatec was built without CUDA support (this runtime runs '%s' "
-           "models)",
-           model_path("affine_cuda.so"), gatec_runtime_cpu_target());
+           "cannot load model '%s' on the cpu: it was compiled for target "
+           "'cuda-sm_90' (load it on the cuda device, e.g. gatec-run "
+           "--device=cuda)",
+           model_path("affine_cuda.so"));
   EXPECT_STATUS(
       gatec_model_load(model_path("affine_cuda.so"), GATEC_DEVICE_CPU, &m),
       WRONG_TARGET, buf);
   EXPECT_STATUS(
       gatec_model_load(model_path("affine.so"), GATEC_DEVICE_CUDA, &m),
       DEVICE_UNAVAILABLE,
-      "device unavailable: gatec was built without CUDA support");
+      "device unavailable: no CUDA driver on this machine (libcuda.so.1: "
+                "cannot open shared object file: No such file or directory); "
+                "the cuda device needs an NVIDIA GPU and its driver");
   const char *other = strcmp(gatec_runtime_cpu_target(), "cpu-x86_64") == 0
                           ? "cpu-aarch64"
                           : "cpu-x86_64";

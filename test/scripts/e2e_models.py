@@ -8,7 +8,11 @@ Dynamic-axis models are compiled once and run at three sequence lengths
 (and two batch sizes) through the same library.
 
 usage: e2e_models.py [--gatec PATH] [--gatec-run PATH] [--filter REGEX]
-                     [--keep DIR] [--list]
+                     [--keep DIR] [--compare-unfused] [--gatec-flag FLAG]...
+
+--gatec-flag=--cpu-thread-mapping runs the GPU's block/thread mapping of
+every kernel on the CPU: the check, without a GPU, that the mapping keeps
+the results.
 """
 import argparse
 import os
@@ -57,6 +61,8 @@ def main():
     ap.add_argument("--compare-unfused", action="store_true",
                     help="also compile with every fusion off and require the "
                          "same outputs as the fused library within 1e-5 (scaled)")
+    ap.add_argument("--gatec-flag", action="append", default=[],
+                    help="an extra gatec flag for every compile (repeatable)")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="gatec-e2e-")
     os.makedirs(work, exist_ok=True)
@@ -67,7 +73,8 @@ def main():
     for name in names:
         model = os.path.join(MODELS, name + ".onnx")
         lib = os.path.join(work, name + ".so")
-        c = subprocess.run([args.gatec, model, "-o", lib], capture_output=True, text=True)
+        c = subprocess.run([args.gatec, model, "-o", lib] + args.gatec_flag,
+                           capture_output=True, text=True)
         if c.returncode != 0:
             print("FAIL %-32s compile: %s" % (name, c.stderr.strip().splitlines()[-1] if c.stderr.strip() else c.returncode))
             failures += 1

@@ -65,9 +65,38 @@ static cl::opt<std::string> emit(
              "object file; the default for -o *.o), none (run and verify the "
              "phases, write nothing)"),
     cl::init(""), cl::cat(gatecCat));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Target: cpu (the host CPU, default) or cuda (NVIDIA GPUs: "
+             "phases gpu, nvvm, ptx after tiled)"),
+    cl::init("cpu"), cl::cat(gatecCat));
 static cl::opt<std::string>
-    target("target", cl::desc("Target: cpu (the host CPU, default)"),
-           cl::init("cpu"), cl::cat(gatecCat));
+    gpuArch("gpu-arch",
+            cl::desc("--target=cuda: the GPU architecture (sm_80, sm_90 "
+                     "(default), ...)"),
+            cl::init("sm_90"), cl::cat(gatecCat));
+static cl::opt<std::string> gpuFormat(
+    "gpu-format",
+    cl::desc("--target=cuda: how kernels are embedded: fatbin (cubin and "
+             "PTX; default), bin (cubin), isa (PTX only, compiled by the "
+             "driver when loaded)"),
+    cl::init("fatbin"), cl::cat(gatecCat));
+static cl::opt<int64_t> gpuThreads(
+    "gpu-threads",
+    cl::desc("--target=cuda: threads per block (multiple of 32, at most "
+             "1024; default 128)"),
+    cl::init(128), cl::cat(gatecCat));
+static cl::opt<std::string> dumpKernels(
+    "dump-kernels",
+    cl::desc("--target=cuda: write each kernel module's PTX to DIR and its "
+             "ptxas resource usage (registers, shared memory, spills) to "
+             "DIR/resources.txt"),
+    cl::value_desc("dir"), cl::cat(gatecCat));
+static cl::opt<bool> cpuThreadMapping(
+    "cpu-thread-mapping",
+    cl::desc("--target=cpu: run the GPU's block/thread mapping on the CPU "
+             "(checks the mapping without a GPU; slow)"),
+    cl::init(false), cl::Hidden, cl::cat(gatecCat));
 static cl::opt<std::string>
     ccPath("cc",
            cl::desc("The C compiler/linker that builds the model library"),
@@ -157,6 +186,11 @@ int main(int argc, char **argv) {
   gatec::pipelineOptions().flashAttention = flashAttention;
   gatec::pipelineOptions().widenProjections = widenProjections;
   gatec::pipelineOptions().fuseProducers = fuseProducers;
+  gatec::pipelineOptions().target = target;
+  gatec::pipelineOptions().gpuArch = gpuArch;
+  gatec::pipelineOptions().gpuFormat = gpuFormat;
+  gatec::pipelineOptions().gpuThreads = gpuThreads;
+  gatec::pipelineOptions().cpuThreadMapping = cpuThreadMapping;
 
   if (emit.empty()) {
     StringRef o(outputFile);
@@ -167,9 +201,33 @@ int main(int argc, char **argv) {
                  << " (mlir, lib, obj, none)\n";
     return 1;
   }
-  if (target != "cpu") {
-    llvm::errs() << "gatec: --target=" << target
-                 << " is not available yet (targets: cpu)\n";
+  if (target != "cpu" && target != "cuda") {
+    llvm::errs() << "gatec: unknown --target=" << target
+                 << " (targets: cpu, cuda)\n";
+    return 1;
+  }
+  bool cuda = target == "cuda";
+  if (cuda) {
+    StringRef arch(gpuArch);
+    unsigned sm = 0;
+    if (!arch.consume_front("sm_") || arch.getAsInteger(10, sm) || sm < 70) {
+      llvm::errs() << "gatec: --gpu-arch=" << gpuArch
+                   << " is not an NVIDIA architecture gatec supports "
+                      "(sm_70 or newer, e.g. sm_80, sm_90)\n";
+      return 1;
+    }
+    if (gpuFormat != "fatbin" && gpuFormat != "bin" && gpuFormat != "isa") {
+      llvm::errs() << "gatec: unknown --gpu-format=" << gpuFormat
+                   << " (fatbin, bin, isa)\n";
+      return 1;
+    }
+    if (gpuThreads < 32 || gpuThreads > 1024 || gpuThreads % 32) {
+      llvm::errs() << "gatec: --gpu-threads=" << gpuThreads
+                   << " must be a multiple of 32 from 32 to 1024\n";
+      return 1;
+    }
+  } else if (!dumpKernels.empty()) {
+    llvm::errs() << "gatec: --dump-kernels needs --target=cuda\n";
     return 1;
   }
   bool binary = emit == "lib" || emit == "obj";
@@ -177,10 +235,10 @@ int main(int argc, char **argv) {
     llvm::errs() << "gatec: --emit=" << emit << " needs -o FILE\n";
     return 1;
   }
+  const auto &phases = gatec::getPhases();
   bool printLLVM = compileTo == "llvm";
   if (printLLVM)
-    compileTo = "cpu";
-  const auto &phases = gatec::getPhases();
+    compileTo = phases.back().name;
   int last = phases.size() - 1;
   if (!report.empty() && report != "gates" && report != "fusion") {
     llvm::errs() << "gatec: unknown --report=" << report
@@ -189,12 +247,12 @@ int main(int argc, char **argv) {
   }
   if (report == "gates" && compileTo.empty())
     last = gatec::findPhase("gated");
-  int cpuPhase = gatec::findPhase("cpu");
+  int targetPhase = phases.size() - 1;
   // The first phase on memrefs: the signature is read before it.
   int bufferPhase = gatec::findPhase("tiled");
-  if (binary && last != cpuPhase) {
-    llvm::errs() << "gatec: --emit=" << emit
-                 << " needs every phase through 'cpu'\n";
+  if (binary && last != targetPhase) {
+    llvm::errs() << "gatec: --emit=" << emit << " needs every phase through '"
+                 << phases.back().name << "'\n";
     return 1;
   }
   if (!compileTo.empty() && (last = gatec::findPhase(compileTo)) < 0) {
@@ -326,6 +384,9 @@ int main(int argc, char **argv) {
     }
     if (failed(pm.run(*module)))
       return 1;
+    if (!dumpKernels.empty() && phases[i].name == "nvvm" &&
+        failed(gatec::dumpKernels(*module, dumpKernels, gpuArch)))
+      return 1;
     if (!dumpStages.empty()) {
       SmallString<256> path(dumpStages);
       char name[64];
@@ -338,6 +399,7 @@ int main(int argc, char **argv) {
   }
   if (failed(verify(*module)))
     return 1;
+
   if (report == "gates") {
     gatec::printGateReport(*module, llvm::outs());
     if (outputFile == "-")
@@ -356,6 +418,11 @@ int main(int argc, char **argv) {
     opts.objectOnly = emit == "obj";
     opts.cc = ccPath;
     opts.runtimeInclude = GATEC_RUNTIME_INCLUDE_DIR;
+    if (cuda) {
+      opts.cuda = true;
+      opts.gpuArch = gpuArch;
+      opts.cudaRuntimeLibDir = GATEC_CUDA_RUNTIME_DIR;
+    }
     return failed(gatec::emitLibrary(*module, *signature, opts)) ? 1 : 0;
   }
   if (printLLVM) {

@@ -31,8 +31,13 @@
  * destroying it must not race with other uses. Status objects, tensors and
  * models are otherwise independent and need no locking.
  *
- * Devices. Only the CPU is available. GATEC_DEVICE_CUDA is reserved for the
- * CUDA backend: asking for it returns GATEC_STATUS_DEVICE_UNAVAILABLE.
+ * Devices. A model runs on the device it was compiled for: GATEC_DEVICE_CPU
+ * for "cpu-*" models, GATEC_DEVICE_CUDA for "cuda-sm_*" models (gatec
+ * --target=cuda). Tensors stay in host memory either way: a CUDA model
+ * copies its inputs to the GPU and its outputs back (weights live on the GPU
+ * from load to unload). The CUDA driver (libcuda.so.1) is loaded at run
+ * time: without it, or without a GPU, asking for GATEC_DEVICE_CUDA returns
+ * GATEC_STATUS_DEVICE_UNAVAILABLE with the reason.
  *===----------------------------------------------------------------------===*/
 #ifndef GATEC_RUNTIME_H
 #define GATEC_RUNTIME_H
@@ -123,7 +128,7 @@ GATEC_RT_API gatec_dtype gatec_dtype_from_name(const char *name);
 
 typedef enum {
   GATEC_DEVICE_CPU = 0,
-  GATEC_DEVICE_CUDA = 1 /* reserved: not available in this build */
+  GATEC_DEVICE_CUDA = 1 /* NVIDIA GPUs through the CUDA driver API */
 } gatec_device;
 
 /* "cpu", "cuda"; "unknown" otherwise. */
@@ -198,9 +203,9 @@ typedef struct {
 /* Loads a model library (a file path; one without '/' is taken relative to
  * the current directory) to run on `device`.
  * Errors: LOAD_ERROR (cannot open, no gatec_model_get_abi, malformed
- * signature), ABI_VERSION_MISMATCH, WRONG_TARGET (a "cuda-*" model on this
- * CPU-only runtime, or a CPU model for another architecture),
- * DEVICE_UNAVAILABLE (device is CUDA). */
+ * signature), ABI_VERSION_MISMATCH, WRONG_TARGET (a "cuda-*" model on the
+ * CPU or a CPU model on CUDA, or a CPU model for another architecture),
+ * DEVICE_UNAVAILABLE (CUDA without a driver or GPU). */
 GATEC_RT_API gatec_status *
 gatec_model_load(const char *path, gatec_device device, gatec_model **out);
 /* Unloads the model. Tensors it returned stay valid. NULL is fine. */

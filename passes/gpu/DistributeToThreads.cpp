@@ -1,0 +1,358 @@
+//===- DistributeToThreads.cpp - --distribute-to-threads ------------------===//
+//
+// Block-level scf.forall bodies as thread-level work: linalg ops as cyclic
+// thread loops, scratch buffers as per-block slices of one buffer, other
+// writes on one thread. The result is still plain scf/memref IR that the
+// CPU path runs, so the mapping is checked numerically without a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/gpu/Passes.h"
+#include "passes/gpu/Utils.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+namespace gatec::gpu {
+#define GEN_PASS_DEF_DISTRIBUTETOTHREADS
+#include "passes/gpu/Passes.h.inc"
+} // namespace gatec::gpu
+
+using namespace mlir;
+using gatec::gpu::bufferRoot;
+
+namespace {
+constexpr int64_t kScratchAlign = 64;
+
+/// Does `op` (or an op nested in it) write memory other than by allocating?
+bool writesMemory(Operation *op) {
+  bool writes = false;
+  op->walk([&](Operation *nested) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!iface) {
+      if (!nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+          !isMemoryEffectFree(nested))
+        writes = true;
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (auto &e : effects)
+      if (isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect()))
+        writes = true;
+  });
+  return writes;
+}
+
+bool isDistributable(Operation *op) {
+  return isa<memref::CopyOp>(op) ||
+         (isa<linalg::LinalgOp>(op) &&
+          cast<linalg::LinalgOp>(op).hasPureBufferSemantics());
+}
+
+bool containsDistributable(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *nested) {
+    if (nested != op && isDistributable(nested))
+      found = true;
+  });
+  return found;
+}
+
+ArrayAttr threadMapping(MLIRContext *ctx) {
+  return ArrayAttr::get(
+      ctx, {mlir::gpu::GPUThreadMappingAttr::get(ctx, mlir::gpu::MappingId::DimX)});
+}
+
+/// The indices of `map` (an operand's indexing map) at loop ivs `ivs`.
+SmallVector<Value> operandIndices(OpBuilder &b, Location loc, AffineMap map,
+                                  ArrayRef<Value> ivs) {
+  SmallVector<Value> idx;
+  for (unsigned k = 0; k < map.getNumResults(); ++k) {
+    AffineExpr e = map.getResult(k);
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      idx.push_back(ivs[d.getPosition()]);
+      continue;
+    }
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      idx.push_back(arith::ConstantIndexOp::create(b, loc, c.getValue()));
+      continue;
+    }
+    idx.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({k}), ivs));
+  }
+  return idx;
+}
+
+/// Emits the payload of `op` at loop ivs `ivs` with the outputs' current
+/// values `outs`; returns the yielded values.
+SmallVector<Value> emitPayload(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                               ArrayRef<Value> ivs, ValueRange outs) {
+  IRMapping map;
+  Block *body = op.getBlock();
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(in);
+    if (!isa<MemRefType>(in->get().getType())) {
+      map.map(arg, in->get());
+      continue;
+    }
+    if (arg.use_empty())
+      continue;
+    map.map(arg, memref::LoadOp::create(
+                     b, loc, in->get(),
+                     operandIndices(b, loc, op.getMatchingIndexingMap(in), ivs)));
+  }
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    map.map(op.getMatchingBlockArgument(&init), outs[i]);
+  for (Operation &nested : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
+      map.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(nested, map);
+  }
+  SmallVector<Value> results;
+  for (Value v : body->getTerminator()->getOperands())
+    results.push_back(map.lookupOrDefault(v));
+  return results;
+}
+
+/// Replaces linalg op `op` (on buffers) by a thread-level scf.forall of
+/// `threads` threads that cover its parallel iteration space cyclically.
+void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
+  Location loc = op.getLoc();
+  b.setInsertionPoint(op);
+  SmallVector<Range> ranges = op.createLoopRanges(b, loc);
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  SmallVector<unsigned> par, red;
+  for (unsigned d = 0; d < iters.size(); ++d)
+    (iters[d] == utils::IteratorType::parallel ? par : red).push_back(d);
+  SmallVector<OpFoldResult> parSizes;
+  OpFoldResult total = b.getIndexAttr(1);
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  for (unsigned d : par) {
+    parSizes.push_back(ranges[d].size);
+    total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
+                                                  {total, ranges[d].size});
+  }
+  Value totalV = getValueOrCreateConstantIndexOp(b, loc, total);
+  Value step = arith::ConstantIndexOp::create(b, loc, threads);
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
+      threadMapping(b.getContext()));
+  b.setInsertionPointToStart(forall.getBody());
+  Value tid = forall.getInductionVar(0);
+  auto elems = scf::ForOp::create(b, loc, tid, totalV, step);
+  b.setInsertionPointToStart(elems.getBody());
+  SmallVector<Value> ivs(iters.size());
+  if (!par.empty()) {
+    auto delin = affine::AffineDelinearizeIndexOp::create(
+        b, loc, elems.getInductionVar(), parSizes, /*hasOuterBound=*/true);
+    for (auto [k, d] : llvm::enumerate(par))
+      ivs[d] = delin.getResult(k);
+  }
+  // The outputs' values at this element (read once, written once).
+  SmallVector<Value> outs;
+  SmallVector<SmallVector<Value>> outIdx;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    outIdx.push_back(
+        operandIndices(b, loc, op.getMatchingIndexingMap(&init), ivs));
+    Type t = op.getMatchingBlockArgument(&init).getType();
+    bool read = !red.empty() || op.payloadUsesValueFromOperand(&init);
+    outs.push_back(read ? memref::LoadOp::create(b, loc, init.get(),
+                                                 outIdx.back())
+                              .getResult()
+                        : ub::PoisonOp::create(b, loc, t).getResult());
+  }
+  // Reductions: one sequential loop per reduction dimension, the outputs
+  // carried in registers.
+  std::function<SmallVector<Value>(unsigned, ValueRange)> reduce =
+      [&](unsigned k, ValueRange acc) -> SmallVector<Value> {
+    if (k == red.size())
+      return emitPayload(b, loc, op, ivs, acc);
+    Value lb = getValueOrCreateConstantIndexOp(b, loc, ranges[red[k]].offset);
+    Value ub = getValueOrCreateConstantIndexOp(b, loc, ranges[red[k]].size);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(b, loc, lb, ub, one, acc);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ivs[red[k]] = loop.getInductionVar();
+    SmallVector<Value> next = reduce(k + 1, loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> results = reduce(0, outs);
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    memref::StoreOp::create(b, loc, results[i], init.get(), outIdx[i]);
+  op->erase();
+}
+
+/// Runs `op` (which writes memory) on thread 0 of the block only.
+void onOneThread(OpBuilder &b, Operation *op) {
+  b.setInsertionPoint(op);
+  auto forall = scf::ForallOp::create(
+      b, op->getLoc(), ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{},
+      threadMapping(b.getContext()));
+  op->moveBefore(forall.getBody()->getTerminator());
+}
+
+struct DistributeToThreadsPass
+    : gatec::gpu::impl::DistributeToThreadsBase<DistributeToThreadsPass> {
+  using Base::Base;
+
+  /// The linear index of the current iteration of `forall`, and the number
+  /// of iterations (built before the loop).
+  std::pair<Value, Value> linearIteration(OpBuilder &b, scf::ForallOp forall) {
+    Location loc = forall.getLoc();
+    AffineExpr s0, s1, s2;
+    bindSymbols(b.getContext(), s0, s1, s2);
+    SmallVector<OpFoldResult> counts;
+    b.setInsertionPoint(forall);
+    OpFoldResult total = b.getIndexAttr(1);
+    for (auto [lb, ub, st] :
+         llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                   forall.getMixedStep())) {
+      counts.push_back(affine::makeComposedFoldedAffineApply(
+          b, loc, (s0 - s1).ceilDiv(s2), {ub, lb, st}));
+      total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
+                                                    {total, counts.back()});
+    }
+    Value totalV = getValueOrCreateConstantIndexOp(b, loc, total);
+    b.setInsertionPointToStart(forall.getBody());
+    OpFoldResult linear = b.getIndexAttr(0);
+    for (auto [i, lb, st] : llvm::enumerate(forall.getMixedLowerBound(),
+                                            forall.getMixedStep())) {
+      OpFoldResult k = affine::makeComposedFoldedAffineApply(
+          b, loc, (s0 - s1).floorDiv(s2),
+          {forall.getInductionVar(i), lb, st});
+      linear = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1 + s2,
+                                                     {linear, counts[i], k});
+    }
+    return {getValueOrCreateConstantIndexOp(b, loc, linear), totalV};
+  }
+
+  /// Scratch buffers of the block as views of one buffer per loop.
+  LogicalResult hoistScratch(OpBuilder &b, scf::ForallOp forall) {
+    SmallVector<memref::AllocOp> allocs;
+    forall.walk([&](memref::AllocOp a) { allocs.push_back(a); });
+    if (allocs.empty())
+      return success();
+    SmallVector<int64_t> offsets;
+    int64_t bytes = 0;
+    for (memref::AllocOp a : allocs) {
+      MemRefType t = a.getType();
+      if (!t.getLayout().isIdentity() || t.getMemorySpace())
+        return a.emitError("scratch buffer with a layout or memory space: "
+                           "not supported by --distribute-to-threads");
+      for (Operation *user : a->getUsers())
+        if (isa<scf::YieldOp, func::ReturnOp, scf::ForallOp>(user) ||
+            (isa<memref::StoreOp>(user) &&
+             cast<memref::StoreOp>(user).getValueToStore() == a))
+          return a.emitError("scratch buffer escapes its loop iteration: not "
+                             "supported by --distribute-to-threads");
+      int64_t elems = 1;
+      unsigned dyn = 0;
+      for (int64_t d : t.getShape()) {
+        if (!ShapedType::isDynamic(d)) {
+          elems *= d;
+          continue;
+        }
+        FailureOr<int64_t> bound =
+            ValueBoundsConstraintSet::computeConstantBound(
+                presburger::BoundType::UB,
+                ValueBoundsConstraintSet::Variable(a.getDynamicSizes()[dyn++]),
+                /*stopCondition=*/nullptr, /*closedUB=*/true);
+        if (failed(bound))
+          return a.emitError("scratch buffer ")
+                 << t << " has no constant upper bound on its size: "
+                 << "not supported by --distribute-to-threads";
+        elems *= std::max<int64_t>(*bound, 0);
+      }
+      Type e = t.getElementType();
+      int64_t ebytes =
+          e.isIndex() ? 8 : std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
+      offsets.push_back(bytes);
+      bytes += llvm::alignTo(elems * ebytes, kScratchAlign);
+    }
+    Location loc = forall.getLoc();
+    auto [linear, count] = linearIteration(b, forall);
+    // (the builder is now in the loop body, after the linear index)
+    Value perBlock = arith::ConstantIndexOp::create(b, loc, bytes);
+    Value base = arith::MulIOp::create(b, loc, linear, perBlock);
+    b.setInsertionPoint(forall);
+    Value size = arith::MulIOp::create(
+        b, loc, count, arith::ConstantIndexOp::create(b, loc, bytes));
+    auto i8 = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    auto scratch = memref::AllocOp::create(b, loc, i8, ValueRange{size},
+                                           b.getI64IntegerAttr(kScratchAlign));
+    b.setInsertionPointAfter(forall);
+    memref::DeallocOp::create(b, loc, scratch);
+    for (auto [a, off] : llvm::zip(allocs, offsets)) {
+      b.setInsertionPoint(a);
+      Value shift = arith::AddIOp::create(
+          b, a.getLoc(), base, arith::ConstantIndexOp::create(b, a.getLoc(), off));
+      auto view = memref::ViewOp::create(b, a.getLoc(), a.getType(), scratch,
+                                         shift, a.getDynamicSizes());
+      for (Operation *user : llvm::make_early_inc_range(a->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      a.replaceAllUsesWith(view.getResult());
+      a.erase();
+    }
+    return success();
+  }
+
+  LogicalResult distributeBlock(OpBuilder &b, Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        b.setInsertionPoint(copy);
+        auto l = linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                                        copy.getTarget());
+        copy.erase();
+        distributeLinalg(b, cast<linalg::LinalgOp>(l.getOperation()), threads);
+        continue;
+      }
+      if (isDistributable(&op)) {
+        distributeLinalg(b, cast<linalg::LinalgOp>(op), threads);
+        continue;
+      }
+      if (isa<memref::DeallocOp>(op))
+        continue; // of a buffer from outside the block: leave to the host
+      if (op.getNumRegions() && containsDistributable(&op)) {
+        for (Region &r : op.getRegions())
+          for (Block &nested : r)
+            if (failed(distributeBlock(b, nested)))
+              return failure();
+        continue;
+      }
+      if (!writesMemory(&op))
+        continue;
+      if (op.getNumResults())
+        return op.emitError("an op that writes memory and has results inside "
+                            "a kernel: not supported by "
+                            "--distribute-to-threads");
+      onOneThread(b, &op);
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (threads < 1 || threads > 1024) {
+      getOperation().emitError("--distribute-to-threads: threads must be in "
+                               "1..1024, got ")
+          << threads;
+      return signalPassFailure();
+    }
+    OpBuilder b(&getContext());
+    gatec::gpu::wrapHostOpsOnDeviceBuffers(getOperation());
+    SmallVector<scf::ForallOp> kernels = gatec::gpu::blockLoops(getOperation());
+    for (scf::ForallOp forall : kernels) {
+      if (failed(hoistScratch(b, forall)) ||
+          failed(distributeBlock(b, *forall.getBody())))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

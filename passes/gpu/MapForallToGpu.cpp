@@ -1,0 +1,138 @@
+//===- MapForallToGpu.cpp - --map-forall-to-gpu ---------------------------===//
+//
+// Block-level scf.forall loops as gpu.launch (a linearised 1-D grid), the
+// thread-level loops inside as threadIdx.x (upstream's mapping, with a
+// barrier after each), constants and weights sunk into the kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/gpu/Passes.h"
+#include "passes/gpu/Utils.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace gatec::gpu {
+#define GEN_PASS_DEF_MAPFORALLTOGPU
+#include "passes/gpu/Passes.h.inc"
+} // namespace gatec::gpu
+
+using namespace mlir;
+
+namespace {
+/// Ops recomputed inside a kernel instead of passed to it: constants,
+/// weights (so that outlining copies the global into the kernel's module)
+/// and views.
+bool sinkIntoKernel(Operation *op) {
+  return isa<arith::ConstantOp, ub::PoisonOp, memref::GetGlobalOp,
+             memref::DimOp, memref::CastOp, ViewLikeOpInterface>(op) &&
+         !isa<memref::ViewOp>(op);
+}
+
+struct MapForallToGpuPass
+    : gatec::gpu::impl::MapForallToGpuBase<MapForallToGpuPass> {
+  using Base::Base;
+
+  LogicalResult mapLoop(IRRewriter &b, scf::ForallOp forall) {
+    Location loc = forall.getLoc();
+    b.setInsertionPoint(forall);
+    AffineExpr s0, s1, s2;
+    bindSymbols(b.getContext(), s0, s1, s2);
+    SmallVector<OpFoldResult> counts;
+    OpFoldResult total = b.getIndexAttr(1);
+    for (auto [lb, ub, st] :
+         llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                   forall.getMixedStep())) {
+      counts.push_back(affine::makeComposedFoldedAffineApply(
+          b, loc, (s0 - s1).ceilDiv(s2), {ub, lb, st}));
+      total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
+                                                    {total, counts.back()});
+    }
+    Value grid = getValueOrCreateConstantIndexOp(b, loc, total);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value nt = arith::ConstantIndexOp::create(b, loc, threads);
+    // CUDA rejects an empty grid: skip the launch.
+    Value nonEmpty =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, grid, c0);
+    auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    auto launch =
+        mlir::gpu::LaunchOp::create(b, loc, grid, c1, c1, nt, c1, c1);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToStart(&body);
+    Value block = launch.getBlockIds().x;
+    SmallVector<Value> ivs;
+    if (counts.size() == 1) {
+      ivs.push_back(block);
+    } else {
+      auto delin = affine::AffineDelinearizeIndexOp::create(
+          b, loc, block, counts, /*hasOuterBound=*/true);
+      ivs.append(delin.getResults().begin(), delin.getResults().end());
+    }
+    for (auto [i, lb, st] : llvm::enumerate(forall.getMixedLowerBound(),
+                                            forall.getMixedStep()))
+      ivs[i] = getValueOrCreateConstantIndexOp(
+          b, loc,
+          affine::makeComposedFoldedAffineApply(b, loc, s0 + s1 * s2,
+                                                {lb, ivs[i], st}));
+    Block *loopBody = forall.getBody();
+    loopBody->getTerminator()->erase();
+    for (auto [arg, iv] : llvm::zip(forall.getInductionVars(), ivs))
+      arg.replaceAllUsesWith(iv);
+    if (body.empty() || !isa<mlir::gpu::TerminatorOp>(body.back())) {
+      b.setInsertionPointToEnd(&body);
+      mlir::gpu::TerminatorOp::create(b, loc);
+    }
+    body.getOperations().splice(std::prev(body.end()),
+                                loopBody->getOperations());
+    forall.erase();
+
+    DiagnosedSilenceableFailure mapped =
+        transform::gpu::mapNestedForallToThreadsImpl(
+            b, std::nullopt, launch, {threads, 1, 1}, /*warpSize=*/32,
+            /*syncAfterDistribute=*/true);
+    if (!mapped.succeeded()) {
+      (void)mapped.silence();
+      return launch.emitError("cannot map the block's thread loops onto ")
+             << threads << " threads";
+    }
+    // The mapping may leave constants after the terminator.
+    for (Operation &op : body)
+      if (isa<mlir::gpu::TerminatorOp>(op)) {
+        if (&op != &body.back())
+          op.moveAfter(&body.back());
+        break;
+      }
+    return sinkOperationsIntoLaunchOp(launch, sinkIntoKernel);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    IRRewriter b(&getContext());
+    bool any = false;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      for (scf::ForallOp forall : gatec::gpu::blockLoops(f)) {
+        any = true;
+        if (failed(mapLoop(b, forall)))
+          return signalPassFailure();
+      }
+      WalkResult stray = f.walk([](scf::ForallOp forall) {
+        forall.emitError("scf.forall left outside a kernel after "
+                         "--map-forall-to-gpu (run --distribute-to-threads "
+                         "first)");
+        return WalkResult::interrupt();
+      });
+      if (stray.wasInterrupted())
+        return signalPassFailure();
+    }
+    if (any)
+      module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
+                      b.getUnitAttr());
+  }
+};
+} // namespace

@@ -1,0 +1,22 @@
+//===- Passes.h - the GPU target --------------------------------*- C++ -*-===//
+#ifndef GATEC_PASSES_GPU_PASSES_H
+#define GATEC_PASSES_GPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace gatec::gpu {
+#define GEN_PASS_DECL
+#include "passes/gpu/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/gpu/Passes.h.inc"
+} // namespace gatec::gpu
+
+#endif

@@ -1,0 +1,101 @@
+//===- Passes.td - the GPU target --------------------------*- tablegen -*-===//
+//
+// The CUDA target maps the `tiled` phase onto the GPU (DESIGN.md, phase 6b):
+// every outermost scf.forall is a kernel with one block per iteration, the
+// work inside it is spread over the block's threads, and buffers move to
+// device memory. --distribute-to-threads is target independent (the CPU
+// path can run its output, which is how the mapping is checked without a
+// GPU); the passes after it produce gpu dialect IR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef GATEC_PASSES_GPU_PASSES_TD
+#define GATEC_PASSES_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
+  let summary = "Spread the work of each block-level scf.forall over threads";
+  let description = [{
+    Every outermost `scf.forall` of the tiled phase (a row block of a fused
+    GEMM, a (batch, head, query block) tile of flash attention, a (batch,
+    head) chunked recurrence) becomes the body of one GPU block. Inside it:
+
+    * each linalg op and `memref.copy` becomes a thread-level `scf.forall
+      (%t) in (threads)` with mapping `#gpu.thread<x>`, whose thread `t`
+      computes the elements `t, t + threads, ...` of the op's flattened
+      parallel iteration space (consecutive threads take consecutive
+      elements of the innermost dimension, so global accesses coalesce);
+      reductions run sequentially per output element, accumulated in
+      registers (fp32 where the op computes in fp32), and the output is
+      written once;
+    * any other op that writes memory (scalar stores of a recurrence) runs on
+      one thread (`scf.forall in (1)`);
+    * scratch buffers allocated inside the block (`memref.alloc`, dynamic
+      sizes bounded by value-bounds analysis) become per-block slices
+      (`memref.view`) of one buffer allocated before the loop, so the block's
+      threads share them.
+
+    The end of each thread-level `scf.forall` is a join of the block's
+    threads: a barrier on the GPU, nothing on the CPU, where the output of
+    this pass runs sequentially with the same results. Ops on device
+    buffers outside any `scf.forall` are wrapped in a one-block `scf.forall`
+    first.
+
+    Errors: a scratch buffer whose size has no constant upper bound, or
+    that escapes its block, is reported at its location.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "128",
+           "threads per block (multiple of 32, at most 1024)">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::ub::UBDialect"
+  ];
+}
+
+def MapForallToGpu : Pass<"map-forall-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Block-level scf.forall to gpu.launch, thread-level to thread ids";
+  let description = [{
+    Runs after --distribute-to-threads. Each outermost `scf.forall` becomes a
+    `gpu.launch` with a one-dimensional grid (its iteration space
+    linearised, so grids of any rank and size up to 2^31 - 1 blocks fit)
+    and `threads` threads per block; the thread-level `scf.forall`s inside
+    are mapped onto `threadIdx.x` by upstream's forall-to-threads mapping,
+    predicated when smaller than the block and each followed by
+    `gpu.barrier`. Launches of an empty grid are skipped.
+    Weights (`memref.get_global` of constants) and the views over them are
+    recreated inside the kernel, so kernel outlining copies the constant
+    into the kernel's module: weights live in device memory, uploaded once
+    when the module is loaded.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "128",
+           "threads per block (as given to --distribute-to-threads)">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def DeviceMemory : Pass<"device-memory", "mlir::func::FuncOp"> {
+  let summary = "Buffers touched by kernels in device memory";
+  let description = [{
+    Runs after --map-forall-to-gpu. Every host `memref.alloc` whose buffer
+    (or a view of it) a `gpu.launch` uses becomes `gpu.alloc`, its
+    `memref.dealloc` `gpu.dealloc`. The function's arguments and results
+    are device buffers (the model ABI wrapper copies inputs to the device
+    and outputs back). Buffers only the host touches (shape arithmetic,
+    deallocation bookkeeping) stay in host memory.
+
+    Errors: host code that reads or writes a device buffer (it would
+    dereference a device pointer on the CPU) is reported at the op.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+#endif

@@ -1,0 +1,98 @@
+//===- Utils.cpp - helpers shared by the GPU mapping passes ---------------===//
+#include "passes/gpu/Utils.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace gatec::gpu {
+
+Value bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
+      v = view.getViewSource();
+      continue;
+    }
+    if (auto cast = dyn_cast<memref::CastOp>(def)) {
+      v = cast.getSource();
+      continue;
+    }
+    break;
+  }
+  return v;
+}
+
+bool isThreadLoop(scf::ForallOp forall) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  return mapping && !mapping->empty() &&
+         isa<mlir::gpu::GPUThreadMappingAttr>((*mapping)[0]);
+}
+
+SmallVector<scf::ForallOp> blockLoops(func::FuncOp f) {
+  SmallVector<scf::ForallOp> loops;
+  f.walk<WalkOrder::PreOrder>([&](scf::ForallOp forall) {
+    if (!isThreadLoop(forall))
+      loops.push_back(forall);
+    return WalkResult::skip();
+  });
+  return loops;
+}
+
+namespace {
+bool computesOnBuffers(Operation *op) {
+  return isa<memref::CopyOp, memref::StoreOp>(op) ||
+         (isa<linalg::LinalgOp>(op) &&
+          cast<linalg::LinalgOp>(op).hasPureBufferSemantics());
+}
+} // namespace
+
+void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
+  llvm::DenseSet<Value> device;
+  auto addOperands = [&](Operation *op, Operation *kernel) {
+    bool added = false;
+    op->walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        if (isa<MemRefType>(v.getType()) &&
+            (!kernel || !kernel->isAncestor(v.getParentRegion()->getParentOp())))
+          added |= device.insert(bufferRoot(v)).second;
+    });
+    return added;
+  };
+  for (BlockArgument a : f.getArguments())
+    if (isa<MemRefType>(a.getType()))
+      device.insert(a);
+  f.walk([&](func::ReturnOp r) { addOperands(r, nullptr); });
+  for (scf::ForallOp k : blockLoops(f))
+    addOperands(k, k);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<Operation *> wrap;
+    f.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<scf::ForallOp>(op))
+        return WalkResult::skip();
+      if (computesOnBuffers(op) &&
+          llvm::any_of(op->getOperands(), [&](Value v) {
+            return isa<MemRefType>(v.getType()) &&
+                   device.contains(bufferRoot(v));
+          }))
+        wrap.push_back(op);
+      return WalkResult::advance();
+    });
+    OpBuilder b(f.getContext());
+    for (Operation *op : wrap) {
+      b.setInsertionPoint(op);
+      auto forall = scf::ForallOp::create(
+          b, op->getLoc(), ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+          ValueRange{}, std::nullopt);
+      op->moveBefore(forall.getBody()->getTerminator());
+      changed |= addOperands(op, nullptr);
+    }
+  }
+}
+
+} // namespace gatec::gpu

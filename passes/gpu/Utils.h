@@ -1,0 +1,31 @@
+//===- Utils.h - helpers shared by the GPU mapping passes -------*- C++ -*-===//
+#ifndef GATEC_PASSES_GPU_UTILS_H
+#define GATEC_PASSES_GPU_UTILS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace gatec::gpu {
+
+/// The buffer a memref value views: follows subview, expand/collapse_shape,
+/// cast, view and reinterpret_cast back to an allocation, a global or a
+/// block argument.
+mlir::Value bufferRoot(mlir::Value v);
+
+/// The outermost scf.forall loops of `f` that are not thread-level loops:
+/// the kernels (one block per iteration).
+llvm::SmallVector<mlir::scf::ForallOp> blockLoops(mlir::func::FuncOp f);
+
+/// Is `forall` a thread-level loop (mapping #gpu.thread)?
+bool isThreadLoop(mlir::scf::ForallOp forall);
+
+/// Wraps every op outside an scf.forall that computes on device buffers
+/// (the function's arguments and results and every buffer a kernel uses; a
+/// linalg op, memref.copy or memref.store) in a one-iteration scf.forall, so
+/// that it becomes a kernel too; repeats until no host op touches a device
+/// buffer that way.
+void wrapHostOpsOnDeviceBuffers(mlir::func::FuncOp f);
+
+} // namespace gatec::gpu
+
+#endif
