@@ -323,6 +323,29 @@ def Onnx_ConstantOfShapeOp : Onnx_Op<"ConstantOfShape", [DeclareOpInterfaceMetho
   let hasFolder = 1;
 }
 
+def Onnx_ConvOp : Onnx_Op<"Conv", [DeclareOpInterfaceMethods<Onnx_ShapeInferenceOpInterface>]> {
+  let summary = "ONNX Conv-22";
+  let description = [{
+    Source: ONNX operator specification, Conv-22
+    (https://onnx.ai/onnx/operators/onnx__Conv.html).
+
+    The convolution operator consumes an input tensor and a filter, and
+    computes the output.
+  }];
+  let arguments = (ins
+    TensorOf<[BF16, F16, F32, F64]>:$X,
+    TensorOf<[BF16, F16, F32, F64]>:$W,
+    AnyTypeOf<[TensorOf<[BF16, F16, F32, F64]>, NoneType]>:$B,
+    DefaultValuedAttr<StrAttr, "\"NOTSET\"">:$auto_pad,
+    OptionalAttr<DenseI64ArrayAttr>:$dilations,
+    DefaultValuedAttr<I64Attr, "1">:$group,
+    OptionalAttr<DenseI64ArrayAttr>:$kernel_shape,
+    OptionalAttr<DenseI64ArrayAttr>:$pads,
+    OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs
+    TensorOf<[BF16, F16, F32, F64]>:$Y);
+}
+
 def Onnx_CosOp : Onnx_Op<"Cos", [DeclareOpInterfaceMethods<Onnx_ShapeInferenceOpInterface>]> {
   let summary = "ONNX Cos-22";
   let description = [{

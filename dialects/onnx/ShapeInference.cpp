@@ -1069,6 +1069,91 @@ LogicalResult LinearAttentionOp::inferResultTypes(Types &r) {
 }
 
 //===----------------------------------------------------------------------===//
+// Conv
+//===----------------------------------------------------------------------===//
+
+/// X [N, C, D1 ... Dn], W [M, C / group, k1 ... kn], B [M] -> Y [N, M, O1 ...
+/// On] with Oi = floor((Di + begin_i + end_i - ((ki - 1) * dilation_i + 1)) /
+/// stride_i) + 1 (explicit pads, VALID: no pads) or ceil(Di / stride_i)
+/// (SAME_UPPER / SAME_LOWER).
+LogicalResult ConvOp::inferResultTypes(Types &r) {
+  auto x = shapeOf(getX()), w = shapeOf(getW());
+  Type e = elemOf(getX());
+  if (elemOf(getW()) != e || (!isNone(getB()) && elemOf(getB()) != e))
+    return emitOpError() << "X, W and B must have the same element type";
+  StringRef pad = getAutoPad();
+  if (pad != "NOTSET" && pad != "VALID" && pad != "SAME_UPPER" &&
+      pad != "SAME_LOWER")
+    return emitOpError() << "unknown auto_pad '" << pad << "'";
+  int64_t group = getGroup();
+  if (group < 1)
+    return emitOpError() << "group must be positive, got " << group;
+  if (!x || !w) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  if (x->size() < 3 || w->size() != x->size())
+    return emitOpError() << "X [N, C, D1, ...] and W [M, C/group, k1, ...] "
+                            "must have the same rank, at least 3";
+  int64_t n = x->size() - 2, m = (*w)[0], c = (*x)[1];
+  if (m != kDyn && m % group)
+    return emitOpError() << "W's " << m
+                         << " output channels are not a multiple of group "
+                         << group;
+  if (c != kDyn && (*w)[1] != kDyn && c != (*w)[1] * group)
+    return emitOpError() << "X has " << c << " channels, W expects " << (*w)[1]
+                         << " per group of " << group;
+  if (auto b = shapeOf(getB());
+      b && !isNone(getB()) &&
+      (b->size() != 1 || ((*b)[0] != kDyn && m != kDyn && (*b)[0] != m)))
+    return emitOpError() << "B must be 1-D of W's " << m << " output channels";
+  auto attr = [&](std::optional<ArrayRef<int64_t>> a, StringRef what,
+                  int64_t size, int64_t dflt, int64_t min) -> FailureOr<Shape> {
+    if (!a)
+      return Shape(size, dflt);
+    if ((int64_t)a->size() != size)
+      return emitOpError() << what << " must have " << size << " values";
+    for (int64_t v : *a)
+      if (v < min)
+        return emitOpError() << what << " must be >= " << min << ", got " << v;
+    return Shape(*a);
+  };
+  auto strides = attr(getStrides(), "strides", n, 1, 1);
+  auto dilations = attr(getDilations(), "dilations", n, 1, 1);
+  auto pads = attr(getPads(), "pads", 2 * n, 0, 0);
+  auto kernel = attr(getKernelShape(), "kernel_shape", n, 0, 1);
+  if (failed(strides) || failed(dilations) || failed(pads) || failed(kernel))
+    return failure();
+  Shape out{(*x)[0], m};
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t k = (*w)[2 + i], d = (*x)[2 + i], s = (*strides)[i];
+    if (getKernelShape()) {
+      if (k != kDyn && k != (*kernel)[i])
+        return emitOpError() << "kernel_shape " << (*kernel)[i]
+                             << " does not match W's dimension " << k;
+      k = (*kernel)[i];
+    }
+    if (d == kDyn || k == kDyn) {
+      out.push_back(kDyn);
+      continue;
+    }
+    if (pad == "SAME_UPPER" || pad == "SAME_LOWER") {
+      out.push_back((d + s - 1) / s);
+      continue;
+    }
+    int64_t span = (k - 1) * (*dilations)[i] + 1;
+    int64_t padded = d + (pad == "VALID" ? 0 : (*pads)[i] + (*pads)[n + i]);
+    if (padded < span)
+      return emitOpError() << "spatial dimension " << i << " (" << padded
+                           << " with pads) is shorter than the kernel's span "
+                           << span;
+    out.push_back((padded - span) / s + 1);
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  return validShape(*this, out);
+}
+
+//===----------------------------------------------------------------------===//
 // Scan
 //===----------------------------------------------------------------------===//
 

@@ -17,7 +17,7 @@ from onnx import defs, helper, AttributeProto
 
 # The ONNX operators gatec imports (default domain). Constant is hand-written.
 OPS = """
-Abs Add And Attention Cast CastLike Ceil Clip Concat ConstantOfShape Cos CumSum
+Abs Add And Attention Cast CastLike Ceil Clip Concat ConstantOfShape Conv Cos CumSum
 Div Dropout Einsum Equal Erf Exp Expand Flatten Floor Gather Gelu Gemm Greater
 GreaterOrEqual HardSigmoid Identity IsInf IsNaN LayerNormalization LeakyRelu Less
 LessOrEqual LinearAttention Log LogSoftmax MatMul Max Min Mul Neg Not Or Pow

@@ -1161,6 +1161,97 @@ LogicalResult lower(onnx::GemmOp op, Lowerer &l) {
       }));
 }
 
+/// Conv over any number of spatial dims and any group: X zero-padded
+/// (explicit pads, or the SAME_UPPER / SAME_LOWER pads computed from the
+/// sizes, at run time when they are dynamic), then one contraction over the
+/// loops (n, m, o1..on | c, k1..kn), accumulated in accType:
+///   Y[n, m, o] += Xp[n, (m floordiv M/G) * C/G + c, o * s + k * d] W[m, c, k]
+/// and the bias added after. group = 1 is the dense conv, group = channels
+/// the depthwise one (C/G = 1). W must have a static shape.
+LogicalResult lower(onnx::ConvOp op, Lowerer &l) {
+  Value x = l.in[0], w = l.in[1], bias = l.in[2];
+  RankedTensorType xt = l.typeOf(x), wt = l.typeOf(w), rt = l.resultType();
+  int64_t n = xt.getRank() - 2, g = op.getGroup();
+  if (!rt || n < 1 || wt.getRank() != n + 2)
+    return l.fail("X and W must be [N, C, D...] and [M, C/group, k...]");
+  if (!wt.hasStaticShape())
+    return l.fail("W (the kernel) has a dynamic shape");
+  int64_t m = wt.getDimSize(0), cg = wt.getDimSize(1), mg = m / g;
+  auto ints = [&](std::optional<ArrayRef<int64_t>> a, int64_t size,
+                  int64_t dflt) {
+    return a ? SmallVector<int64_t>(*a) : SmallVector<int64_t>(size, dflt);
+  };
+  SmallVector<int64_t> strides = ints(op.getStrides(), n, 1),
+                       dilations = ints(op.getDilations(), n, 1),
+                       pads = ints(op.getPads(), 2 * n, 0);
+  StringRef autoPad = op.getAutoPad();
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  ImplicitLocOpBuilder &b = l.b;
+  SmallVector<OpFoldResult> lo(n + 2, l.idx(0)), hi(n + 2, l.idx(0));
+  SmallVector<OpFoldResult> psizes{l.dim(x, 0), l.dim(x, 1)};
+  SmallVector<OpFoldResult> osizes{l.dim(x, 0), l.idx(m)};
+  bool padded = false;
+  for (int64_t i = 0; i < n; ++i) {
+    OpFoldResult d = l.dim(x, 2 + i);
+    int64_t s = strides[i],
+            span = (wt.getDimSize(2 + i) - 1) * dilations[i] + 1;
+    if (same) {
+      OpFoldResult o = l.ceilDiv(d, l.idx(s));
+      OpFoldResult total = l.max(
+          l.idx(0),
+          l.sub(l.add(l.mul(l.sub(o, l.idx(1)), l.idx(s)), l.idx(span)), d));
+      OpFoldResult half = l.divTrunc(total, l.idx(2));
+      bool upper = autoPad == "SAME_UPPER";
+      lo[2 + i] = upper ? half : l.sub(total, half);
+      hi[2 + i] = upper ? l.sub(total, half) : half;
+    } else if (autoPad != "VALID") {
+      lo[2 + i] = l.idx(pads[i]);
+      hi[2 + i] = l.idx(pads[n + i]);
+    }
+    padded |=
+        !isConstantIntValue(lo[2 + i], 0) || !isConstantIntValue(hi[2 + i], 0);
+    OpFoldResult p = l.add(l.add(d, lo[2 + i]), hi[2 + i]);
+    psizes.push_back(p);
+    osizes.push_back(
+        l.add(l.divTrunc(l.sub(p, l.idx(span)), l.idx(s)), l.idx(1)));
+  }
+  Type e = rt.getElementType();
+  if (padded) { // zeros with X inserted at the low pads
+    SmallVector<int64_t> shape;
+    for (OpFoldResult p : psizes)
+      shape.push_back(getConstantIntValue(p).value_or(ShapedType::kDynamic));
+    auto pt = RankedTensorType::get(shape, e);
+    Value zeros = l.filled(pt, psizes, scalarAttr(b, e, 0));
+    SmallVector<OpFoldResult> ones(n + 2, l.idx(1));
+    x = tensor::InsertSliceOp::create(b, x, zeros, lo, l.dims(x), ones);
+  }
+  MLIRContext *ctx = b.getContext();
+  int64_t loops = 2 * n + 3;
+  auto d = [&](int64_t i) { return b.getAffineDimExpr(i); };
+  AffineExpr c = d(n + 2);
+  SmallVector<AffineExpr> xe{d(0), g == 1 ? c : d(1).floorDiv(mg) * cg + c};
+  SmallVector<AffineExpr> we{d(1), c};
+  for (int64_t i = 0; i < n; ++i) {
+    xe.push_back(d(2 + i) * strides[i] + d(n + 3 + i) * dilations[i]);
+    we.push_back(d(n + 3 + i));
+  }
+  Value y = contract(
+      l, rt, l.sizesOf(rt, osizes), {x, w},
+      {AffineMap::get(loops, 0, xe, ctx), AffineMap::get(loops, 0, we, ctx)},
+      loops, /*keepAcc=*/bias != nullptr);
+  if (!bias)
+    return l.done(y);
+  int64_t r = rt.getRank();
+  Type acc = accType(e);
+  return l.done(l.generic(
+      rt, l.sizesOf(rt, osizes), {y, bias},
+      {b.getMultiDimIdentityMap(r), AffineMap::get(r, 0, {d(1)}, ctx)},
+      [&](ImplicitLocOpBuilder &ib, ValueRange a) {
+        return convert(
+            ib, arith::AddFOp::create(ib, a[0], convert(ib, a[1], acc)), e);
+      }));
+}
+
 /// An einsum equation without ellipsis: one term per input, the output term.
 struct Einsum {
   SmallVector<std::string> terms;
@@ -2662,7 +2753,7 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReduceL2Op>([&](auto o) { return lowerReduce(o, l); })
       .Case<WhereOp, CastOp, CastLikeOp, IsInfOp, IsNaNOp, DropoutOp, ClipOp,
-            MatMulOp, GemmOp, EinsumOp, CumSumOp, RotaryEmbeddingOp,
+            MatMulOp, GemmOp, ConvOp, EinsumOp, CumSumOp, RotaryEmbeddingOp,
             AttentionOp, ShapeOp, SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp,
             FlattenOp, UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp,
             SplitOp, ExpandOp, GatherOp, TileOp, TriluOp>(
@@ -2670,20 +2761,30 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
       .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
 }
 
-/// Lowers `op` with its operands looked up in `map`; maps its results.
-LogicalResult lowerOp(Operation *op, IRMapping &map) {
+LogicalResult lowerScan(onnx::ScanOp op, Lowerer &l, IRMapping &map);
+
+/// Lowers `op` with its operands looked up in `map`; maps its results. The
+/// lowering goes before `op`, or at the end of `into` when given (the body
+/// of a loop that a Scan became).
+LogicalResult lowerOp(Operation *op, IRMapping &map, Block *into = nullptr) {
   if (isa<onnx::NoValueOp>(op)) // its users read a null operand
     return success();
   Lowerer l(op);
-  if (op->getNumRegions())
+  if (into)
+    l.b.setInsertionPointToEnd(into);
+  if (op->getNumRegions() && !isa<onnx::ScanOp>(op))
     return l.fail("an op with regions");
   if (failed(checkTypes(l)))
     return failure();
   for (Value v : op->getOperands())
     l.in.push_back(isa<NoneType>(v.getType()) ? Value()
                                               : map.lookupOrDefault(v));
-  if (failed(dispatch(op, l)))
+  if (auto scan = dyn_cast<onnx::ScanOp>(op)) {
+    if (failed(lowerScan(scan, l, map)))
+      return failure();
+  } else if (failed(dispatch(op, l))) {
     return failure();
+  }
   if (l.out.size() != op->getNumResults())
     return l.fail("produced the wrong number of results");
   for (auto [r, v] : llvm::zip(op->getResults(), l.out)) {
@@ -2696,6 +2797,151 @@ LogicalResult lowerOp(Operation *op, IRMapping &map) {
     }
     map.map(r, v);
   }
+  return success();
+}
+
+/// Scan as an scf.for over the sequence (the first scan input's length
+/// along its axis): the states and one tensor per scan output are the
+/// loop's iteration arguments; each step extracts its slice of every scan
+/// input (from the end for a reverse direction), lowers the body's onnx
+/// ops in the loop body (values the body captures from the enclosing
+/// graph are the lowered ones), and inserts each scan output's slice at
+/// the step's position. Scan outputs must have static sizes apart from
+/// their scan axis.
+LogicalResult lowerScan(onnx::ScanOp op, Lowerer &l, IRMapping &map) {
+  int64_t nIn = l.in.size(), nScan = op.getNumScanInputs();
+  int64_t nState = nIn - nScan, nOut = op.getNumResults();
+  if (nScan < 1 || nState < 0 || nOut < nState)
+    return l.fail("num_scan_inputs does not fit the inputs");
+  auto at = [](std::optional<ArrayRef<int64_t>> a, int64_t j) -> int64_t {
+    return a && j < (int64_t)a->size() ? (*a)[j] : 0;
+  };
+  ImplicitLocOpBuilder &b = l.b;
+  for (Value v : l.in)
+    if (!v)
+      return l.fail("a missing input");
+  SmallVector<int64_t> inAxes, outAxes;
+  for (int64_t j = 0; j < nScan; ++j) {
+    auto a = normAxis(at(op.getScanInputAxes(), j), l.rankOf(l.in[nState + j]));
+    if (!a)
+      return l.fail("a scan input axis out of range");
+    inAxes.push_back(*a);
+  }
+  OpFoldResult len = l.dim(l.in[nState], inAxes[0]);
+  SmallVector<Value> inits(l.in.begin(), l.in.begin() + nState);
+  SmallVector<RankedTensorType> stepTypes;
+  for (int64_t j = 0; j < nOut - nState; ++j) {
+    RankedTensorType t = l.resultType(nState + j);
+    if (!t)
+      return l.fail("an unranked scan output");
+    auto a = normAxis(at(op.getScanOutputAxes(), j), t.getRank());
+    if (!a)
+      return l.fail("a scan output axis out of range");
+    outAxes.push_back(*a);
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<int64_t> step;
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (i == *a) {
+        sizes.push_back(len);
+        continue;
+      }
+      if (t.isDynamicDim(i))
+        return l.fail("a scan output with a dynamic size besides its scan "
+                      "axis");
+      sizes.push_back(l.idx(t.getDimSize(i)));
+      step.push_back(t.getDimSize(i));
+    }
+    stepTypes.push_back(RankedTensorType::get(step, t.getElementType()));
+    inits.push_back(l.empty(t, sizes));
+  }
+  Block &body = op.getBody().front();
+  auto yield = cast<onnx::YieldOp>(body.getTerminator());
+  Value zero = arith::ConstantIndexOp::create(b, 0),
+        one = arith::ConstantIndexOp::create(b, 1), n = l.val(len);
+  Value last = arith::SubIOp::create(b, n, one);
+  bool ok = true;
+  auto loop = scf::ForOp::create(
+      b, zero, n, one, inits,
+      [&](OpBuilder &nb, Location loc, Value iv, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value back = arith::SubIOp::create(ib, last, iv);
+        auto pos = [&](std::optional<ArrayRef<int64_t>> dirs, int64_t j) {
+          return at(dirs, j) ? back : iv;
+        };
+        auto cast = [&](Value v, Type t) {
+          return v.getType() == t ? v : tensor::CastOp::create(ib, t, v);
+        };
+        for (int64_t i = 0; i < nState; ++i)
+          map.map(body.getArgument(i),
+                  cast(args[i], body.getArgument(i).getType()));
+        for (int64_t j = 0; j < nScan; ++j) {
+          Value src = l.in[nState + j];
+          RankedTensorType st = l.typeOf(src);
+          int64_t a = inAxes[j];
+          SmallVector<OpFoldResult> offs(st.getRank(), ib.getIndexAttr(0)),
+              sizes, strides(st.getRank(), ib.getIndexAttr(1));
+          SmallVector<int64_t> shape;
+          for (int64_t i = 0; i < st.getRank(); ++i) {
+            if (i == a) {
+              sizes.push_back(ib.getIndexAttr(1));
+              continue;
+            }
+            sizes.push_back(
+                st.isDynamicDim(i)
+                    ? OpFoldResult(
+                          tensor::DimOp::create(ib, src, i).getResult())
+                    : ib.getIndexAttr(st.getDimSize(i)));
+            shape.push_back(st.getDimSize(i));
+          }
+          offs[a] = pos(op.getScanInputDirections(), j);
+          Value slice = tensor::ExtractSliceOp::create(
+              ib, RankedTensorType::get(shape, st.getElementType()), src, offs,
+              sizes, strides);
+          Value arg = body.getArgument(nState + j);
+          map.map(arg, cast(slice, arg.getType()));
+        }
+        for (Operation &o : body.without_terminator())
+          if (ok && failed(lowerOp(&o, map, ib.getInsertionBlock())))
+            ok = false;
+        SmallVector<Value> results;
+        for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
+          Value lv = map.lookupOrDefault(v);
+          if (!ok || !lv || !isa<RankedTensorType>(lv.getType())) {
+            ok = false;
+            results.push_back(args[i]);
+            continue;
+          }
+          if ((int64_t)i < nState) {
+            // Copied into the iteration argument: the loop's state then
+            // bufferizes in place (a yield equivalent to its argument).
+            results.push_back(linalg::CopyOp::create(
+                                  ib, ValueRange{cast(lv, args[i].getType())},
+                                  ValueRange{args[i]})
+                                  .getResult(0));
+            continue;
+          }
+          int64_t j = i - nState, a = outAxes[j];
+          RankedTensorType ot = l.typeOf(args[i]);
+          SmallVector<OpFoldResult> offs(ot.getRank(), ib.getIndexAttr(0)),
+              sizes, strides(ot.getRank(), ib.getIndexAttr(1));
+          for (int64_t d = 0; d < ot.getRank(); ++d)
+            sizes.push_back(d == a ? ib.getIndexAttr(1)
+                                   : ib.getIndexAttr(ot.getDimSize(d)));
+          offs[a] = pos(op.getScanOutputDirections(), j);
+          if (!tensor::CastOp::areCastCompatible(lv.getType(), stepTypes[j])) {
+            ok = false;
+            results.push_back(args[i]);
+            continue;
+          }
+          results.push_back(tensor::InsertSliceOp::create(
+              ib, cast(lv, stepTypes[j]), args[i], offs, sizes, strides));
+        }
+        scf::YieldOp::create(ib, results);
+      });
+  if (!ok)
+    return l.fail("its body could not be lowered");
+  for (Value r : loop.getResults())
+    l.out.push_back(r);
   return success();
 }
 
@@ -2726,6 +2972,8 @@ struct ConvertOnnxToLinalgPass
     getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<onnx::OnnxDialect>(op->getDialect()))
         ops.push_back(op);
+      // A Scan's body is lowered into the loop the Scan becomes.
+      return isa<onnx::ScanOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
     IRMapping map;
     for (Operation *op : ops)

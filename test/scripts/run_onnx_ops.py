@@ -167,6 +167,27 @@ case("gemm_trans_alpha_beta_vec", N("Gemm", ["a", "b", "c"], transA=1, transB=1,
 case("gemm_no_c_dynamic", N("Gemm", ["a", "b"], transB=1), {"a": dyn(f32(3, 4), "n", 4), "b": f32(6, 4)})
 case("gemm_scalar_c", N("Gemm", ["a", "b", "c"], beta=0.5), {"a": f32(2, 3), "b": f32(3, 2), "c": f32()})
 
+# --- Conv: dense, grouped, depthwise; pads, strides, dilations, auto_pad ------
+# The causal depthwise conv1d of a Gated DeltaNet / Mamba layer: kernel 4,
+# group = channels, pads [3, 0] (left only), SiLU after; sequence symbolic.
+case("conv1d_depthwise_causal_silu",
+     [N("Conv", ["x", "w", "b"], "c", group=8, pads=[3, 0]), N("Sigmoid", ["c"], "s"),
+      N("Mul", ["c", "s"])],
+     {"x": dyn(f32(2, 8, 11), "n", 8, "t")}, consts={"w": f32(8, 1, 4), "b": f32(8)})
+case("conv1d_depthwise_pad_slice",  # pads [3, 3] then the first T outputs
+     [N("Conv", ["x", "w"], "c", group=6, pads=[3, 3]), N("Slice", ["c", "st", "en", "ax"])],
+     {"x": f32(1, 6, 9)}, consts={"w": f32(6, 1, 4), "st": i64(0), "en": i64(9), "ax": i64(2)})
+case("conv1d_dense_stride_dilation", N("Conv", ["x", "w", "b"], strides=[2], dilations=[2], pads=[1, 2]),
+     {"x": f32(2, 3, 13)}, consts={"w": f32(5, 3, 3), "b": f32(5)})
+case("conv1d_grouped_same_upper", N("Conv", ["x", "w"], group=2, auto_pad="SAME_UPPER", strides=[2]),
+     {"x": dyn(f32(1, 4, 10), 1, 4, "t")}, consts={"w": f32(6, 2, 4)})
+case("conv1d_same_lower", N("Conv", ["x", "w"], auto_pad="SAME_LOWER"),
+     {"x": f32(1, 2, 7)}, consts={"w": f32(3, 2, 4)})
+case("conv2d_dense_bias", N("Conv", ["x", "w", "b"], pads=[1, 0, 1, 2], strides=[1, 2]),
+     {"x": f32(2, 3, 6, 7)}, consts={"w": f32(4, 3, 3, 2), "b": f32(4)})
+case("conv2d_depthwise_valid", N("Conv", ["x", "w"], group=4, auto_pad="VALID", kernel_shape=[3, 3]),
+     {"x": f32(1, 4, 5, 6)}, consts={"w": f32(8, 1, 3, 3)})
+
 # --- unsigned integers, activations, casts -------------------------------------
 U8, U16, U32, U64 = TP.UINT8, TP.UINT16, TP.UINT32, TP.UINT64
 

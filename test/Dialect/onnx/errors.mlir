@@ -82,3 +82,21 @@ func.func @constant_type() -> tensor<3xi64> {
   %0 = onnx.Constant 3 : i64
   return %0 : tensor<3xi64>
 }
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x6x8xf32>, %w: tensor<6x2x3xf32>) -> tensor<*xf32> {
+  %n = onnx.NoValue
+  // expected-error @+1 {{'onnx.Conv' op X has 6 channels, W expects 2 per group of 6}}
+  %y = "onnx.Conv"(%x, %w, %n) {group = 6 : i64} : (tensor<1x6x8xf32>, tensor<6x2x3xf32>, none) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+func.func @conv_short(%x: tensor<1x2x2xf32>, %w: tensor<3x2x4xf32>) -> tensor<*xf32> {
+  %n = onnx.NoValue
+  // expected-error @+1 {{'onnx.Conv' op spatial dimension 0 (2 with pads) is shorter than the kernel's span 4}}
+  %y = "onnx.Conv"(%x, %w, %n) : (tensor<1x2x2xf32>, tensor<3x2x4xf32>, none) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}

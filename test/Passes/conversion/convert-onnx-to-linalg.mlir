@@ -218,6 +218,76 @@ func.func @negative_step(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// The causal depthwise conv1d of a Gated DeltaNet layer (group = channels,
+// kernel 4, pads [3, 0]): X goes into zeros at offset 3 of the sequence,
+// one contraction over (n, m, o | c, k) reads X[n, m + c, o + k] (C/G = 1),
+// the bias is added after it; the sequence length is dynamic.
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d3, d2 + d4)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d4)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1)>
+// CHECK-LABEL: func.func @conv1d_depthwise_causal
+// CHECK: %[[T:.*]] = tensor.dim %arg0, %c2
+// CHECK: %[[TP:.*]] = arith.addi %[[T]], %c3
+// CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<2x8x?xf32>
+// CHECK: %[[XP:.*]] = tensor.insert_slice %arg0 into %[[Z]][0, 0, 3] [2, 8, %{{.*}}] [1, 1, 1]
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %arg1
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[B]], {{.*}}]
+// CHECK-NOT: onnx.
+func.func @conv1d_depthwise_causal(%x: tensor<2x8x?xf32>, %w: tensor<8x1x4xf32>, %b: tensor<8xf32>) -> tensor<2x8x?xf32> {
+  %y = "onnx.Conv"(%x, %w, %b) <{group = 8 : i64, pads = array<i64: 3, 0>}> : (tensor<2x8x?xf32>, tensor<8x1x4xf32>, tensor<8xf32>) -> tensor<2x8x?xf32>
+  return %y : tensor<2x8x?xf32>
+}
+
+// -----
+
+// Grouped 2-D conv with strides and dilations: output channel m reads the
+// input channels of its group, (m floordiv M/G) * C/G + c.
+// CHECK: affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 3) * 2 + d4, d2 * 2 + d5 * 2, d3 + d6)>
+// CHECK-LABEL: func.func @conv2d_grouped
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.generic
+func.func @conv2d_grouped(%x: tensor<1x4x9x5xf32>, %w: tensor<6x2x3x2xf32>) -> tensor<1x6x3x4xf32> {
+  %n = onnx.NoValue
+  %y = "onnx.Conv"(%x, %w, %n) <{group = 2 : i64, strides = array<i64: 2, 1>, dilations = array<i64: 2, 1>}> : (tensor<1x4x9x5xf32>, tensor<6x2x3x2xf32>, none) -> tensor<1x6x3x4xf32>
+  return %y : tensor<1x6x3x4xf32>
+}
+
+// -----
+
+// Scan becomes an scf.for over the scan axis: the state and the scan
+// output are iteration arguments, each step extracts its row of the scan
+// input (the reverse one from the end), lowers the body in the loop,
+// inserts its row of the output and copies the new state into the old one
+// (so that the state bufferizes in place); values the body captures (%c) are the
+// lowered ones from outside the loop.
+// CHECK-LABEL: func.func @scan_cumsum
+// CHECK: %[[C:.*]] = arith.constant dense<2.000000e+00> : tensor<4xf32>
+// CHECK: %[[YS:.*]] = tensor.empty() : tensor<6x4xf32>
+// CHECK: %[[R:.*]]:2 = scf.for %[[I:.*]] = %c0 to %c6 step %c1 iter_args(%[[S:.*]] = %arg0, %[[ACC:.*]] = %[[YS]])
+// CHECK:   %[[BACK:.*]] = arith.subi %{{.*}}, %[[I]]
+// CHECK:   %[[X:.*]] = tensor.extract_slice %arg1[%[[BACK]], 0] [1, 4] [1, 1] : tensor<6x4xf32> to tensor<4xf32>
+// CHECK:   %[[ADD:.*]] = linalg.generic {{.*}} ins(%[[S]], %[[X]]
+// CHECK:   %[[MUL:.*]] = linalg.generic {{.*}} ins(%[[ADD]], %[[C]]
+// CHECK:   %[[NEXT:.*]] = linalg.copy ins(%[[ADD]] : tensor<4xf32>) outs(%[[S]] : tensor<4xf32>)
+// CHECK:   %[[INS:.*]] = tensor.insert_slice %[[MUL]] into %[[ACC]][%[[I]], 0] [1, 4] [1, 1]
+// CHECK:   scf.yield %[[NEXT]], %[[INS]]
+// CHECK: return %[[R]]#0, %[[R]]#1
+// CHECK-NOT: onnx.
+func.func @scan_cumsum(%init: tensor<4xf32>, %xs: tensor<6x4xf32>) -> (tensor<4xf32>, tensor<6x4xf32>) {
+  %c = onnx.Constant dense<2.0> : tensor<4xf32>
+  %final, %ys = "onnx.Scan"(%init, %xs) ({
+  ^bb0(%s: tensor<4xf32>, %x: tensor<4xf32>):
+    %n = "onnx.Add"(%s, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %m = "onnx.Mul"(%n, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    onnx.Yield %n, %m : tensor<4xf32>, tensor<4xf32>
+  }) {num_scan_inputs = 1 : i64, scan_input_directions = array<i64: 1>} : (tensor<4xf32>, tensor<6x4xf32>) -> (tensor<4xf32>, tensor<6x4xf32>)
+  return %final, %ys : tensor<4xf32>, tensor<6x4xf32>
+}
+
+// -----
+
+// Unsupported forms are located errors.// -----
+
 // Unsupported forms are located errors.
 func.func @rotary_3d_no_heads(%x: tensor<1x2x8xf32>, %c: tensor<4x4xf32>, %p: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
   // expected-error @+1 {{'onnx.RotaryEmbedding' op cannot be lowered: a 3-D input without num_heads}}
@@ -240,4 +310,24 @@ func.func @random_dropout(%x: tensor<4xf32>, %t: tensor<i1>) -> tensor<4xf32> {
   // expected-error @+1 {{'onnx.Dropout' op cannot be lowered: a training_mode known only at run time (random dropout is not supported)}}
   %r, %m = "onnx.Dropout"(%x, %n, %t) : (tensor<4xf32>, none, tensor<i1>) -> (tensor<4xf32>, none)
   return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @conv_dynamic_kernel(%x: tensor<1x4x8xf32>, %w: tensor<4x1x?xf32>) -> tensor<1x4x?xf32> {
+  %n = onnx.NoValue
+  // expected-error @+1 {{'onnx.Conv' op cannot be lowered: W (the kernel) has a dynamic shape}}
+  %y = "onnx.Conv"(%x, %w, %n) <{group = 4 : i64}> : (tensor<1x4x8xf32>, tensor<4x1x?xf32>, none) -> tensor<1x4x?xf32>
+  return %y : tensor<1x4x?xf32>
+}
+
+// -----
+
+func.func @scan_dynamic_output(%init: tensor<4xf32>, %xs: tensor<6x?xf32>) -> (tensor<4xf32>, tensor<6x?xf32>) {
+  // expected-error @+1 {{'onnx.Scan' op cannot be lowered: a scan output with a dynamic size besides its scan axis}}
+  %final, %ys = "onnx.Scan"(%init, %xs) ({
+  ^bb0(%s: tensor<4xf32>, %x: tensor<?xf32>):
+    onnx.Yield %s, %x : tensor<4xf32>, tensor<?xf32>
+  }) {num_scan_inputs = 1 : i64} : (tensor<4xf32>, tensor<6x?xf32>) -> (tensor<4xf32>, tensor<6x?xf32>)
+  return %final, %ys : tensor<4xf32>, tensor<6x?xf32>
 }
