@@ -139,8 +139,9 @@ std::vector<Phase> cudaPhases() {
        [](mlir::OpPassManager &pm) {
          gpu::DistributeToThreadsOptions d;
          d.threads = pipelineOptions().gpuThreads;
+         // No canonicalization in between: it would fold one-block loops
+         // (the kernels of host ops) into their bodies.
          pm.addNestedPass<mlir::func::FuncOp>(gpu::createDistributeToThreads(d));
-         pm.addPass(mlir::createCanonicalizerPass());
          gpu::MapForallToGpuOptions m;
          m.threads = pipelineOptions().gpuThreads;
          pm.addPass(gpu::createMapForallToGpu(m));
@@ -158,7 +159,8 @@ std::vector<Phase> cudaPhases() {
              "nvvm-attach-target{chip=" + o.gpuArch +
                  " features=+ptx80 O=3},"
                  "gpu.module(lower-affine,expand-strided-metadata,"
-                 "lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{index-"
+                 "lower-affine,convert-vector-to-scf,convert-scf-to-cf,"
+                 "convert-vector-to-llvm,convert-gpu-to-nvvm{index-"
                  "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)",
              pm);
        }},

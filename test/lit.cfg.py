@@ -25,3 +25,11 @@ llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["gatec", "gatec-opt", "gatec-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# The CUDA toolkit (ptxas, libdevice) for the GPU target's checks: CUDA_HOME,
+# else /usr/local/cuda. There is no GPU on CI machines; only the kernels'
+# compilation is checked.
+cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+    config.environment["CUDA_HOME"] = cuda_home

@@ -11,6 +11,8 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -349,6 +351,16 @@ struct DistributeToThreadsPass
     gatec::gpu::wrapHostOpsOnDeviceBuffers(getOperation());
     SmallVector<scf::ForallOp> kernels = gatec::gpu::blockLoops(getOperation());
     for (scf::ForallOp forall : kernels) {
+      // Loops nested in a block (a producer fused into a consumer's tile)
+      // run in sequence, each iteration's work spread over the threads.
+      SmallVector<scf::ForallOp> nested;
+      forall.getBody()->walk([&](scf::ForallOp n) { nested.push_back(n); });
+      IRRewriter rewriter(&getContext());
+      for (scf::ForallOp n : nested) {
+        rewriter.setInsertionPoint(n);
+        if (failed(scf::forallToForLoop(rewriter, n)))
+          return signalPassFailure();
+      }
       if (failed(hoistScratch(b, forall)) ||
           failed(distributeBlock(b, *forall.getBody())))
         return signalPassFailure();

@@ -260,6 +260,11 @@ int main(int argc, char **argv) {
                  << "' for --compile-to (phases: " << phaseList() << ")\n";
     return 1;
   }
+  if (!dumpKernels.empty() && last < gatec::findPhase("nvvm")) {
+    llvm::errs() << "gatec: --dump-kernels needs the phases through 'nvvm' "
+                    "(--compile-to=" << phases[last].name << " stops before)\n";
+    return 1;
+  }
   int first = 0;
   if (!compileFrom.empty()) {
     int from = gatec::findPhase(compileFrom);

@@ -1,0 +1,46 @@
+// RUN: gatec-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(device-memory))' | FileCheck %s
+
+// The buffer a kernel writes moves to device memory with its deallocation;
+// the host-only scalar (shape bookkeeping) stays in host memory.
+// CHECK-LABEL: func.func @buffers
+// CHECK: %[[D:.*]] = gpu.alloc () : memref<8xf32>
+// CHECK: %[[H:.*]] = memref.alloc() : memref<i64>
+// CHECK: memref.store %{{.*}}, %[[H]][]
+// CHECK: gpu.launch
+// CHECK:   memref.store %{{.*}}, %[[D]]
+// CHECK: gpu.dealloc %[[D]] : memref<8xf32>
+// CHECK: memref.dealloc %[[H]] : memref<i64>
+func.func @buffers(%x: memref<8xf32>) -> memref<8xf32> {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %tmp = memref.alloc() : memref<8xf32>
+  %h = memref.alloc() : memref<i64>
+  %n = arith.constant 8 : i64
+  memref.store %n, %h[] : memref<i64>
+  gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
+             threads(%t0, %t1, %t2) in (%s0 = %c8, %s1 = %c1, %s2 = %c1) {
+    %v = memref.load %x[%t0] : memref<8xf32>
+    memref.store %v, %tmp[%t0] : memref<8xf32>
+    gpu.terminator
+  }
+  %out = memref.alloc() : memref<8xf32>
+  gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
+             threads(%t0, %t1, %t2) in (%s0 = %c8, %s1 = %c1, %s2 = %c1) {
+    %v = memref.load %tmp[%t0] : memref<8xf32>
+    memref.store %v, %out[%t0] : memref<8xf32>
+    gpu.terminator
+  }
+  memref.dealloc %tmp : memref<8xf32>
+  memref.dealloc %h : memref<i64>
+  return %out : memref<8xf32>
+}
+
+// -----
+
+// The host may not dereference a device buffer.
+func.func @host_reads_device(%x: memref<8xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{host code reads or writes a device buffer}}
+  %v = memref.load %x[%c0] : memref<8xf32>
+  return %v : f32
+}

@@ -1,0 +1,89 @@
+// RUN: gatec-opt %s --split-input-file --verify-diagnostics --distribute-to-threads=threads=64 | FileCheck %s
+
+// A row block of a GEMM with its epilogue, as --tile-and-fuse-linalg leaves
+// it: the block's scratch tile becomes a slice of one buffer per loop (4
+// blocks x 4x8 f32 = 128 bytes each), each linalg op and copy a loop over 64
+// threads, the reduction a register loop per output element.
+// CHECK-LABEL: func.func @gemm_rows
+// CHECK: %[[SCRATCH:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// CHECK: scf.forall (%[[I:.*]]) = (0) to (16) step (4) {
+// CHECK:   %[[TILE:.*]] = memref.view %[[SCRATCH]][%{{.*}}][] : memref<?xi8> to memref<4x8xf32>
+// CHECK:   scf.forall (%[[T:.*]]) in (64) {
+// CHECK:     scf.for %{{.*}} = %[[T]] to %{{.*}} step %{{.*}} {
+// CHECK:       memref.store %{{.*}}, %[[TILE]]
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK:   scf.forall (%{{.*}}) in (64) {
+// CHECK:       affine.delinearize_index
+// CHECK:       %[[ACC:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// CHECK:         arith.mulf
+// CHECK:         arith.addf
+// CHECK:       memref.store %[[ACC]], %[[TILE]]
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK:   scf.forall (%{{.*}}) in (64) {
+// CHECK:       memref.load %[[TILE]]
+// CHECK:       math.exp
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK-NOT: memref.dealloc %[[TILE]]
+// CHECK: }
+// CHECK: memref.dealloc %[[SCRATCH]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @gemm_rows(%a: memref<16x32xf32>, %w: memref<32x8xf32>,
+                     %out: memref<16x8xf32>) {
+  %cst = arith.constant 0.0 : f32
+  scf.forall (%i) = (0) to (16) step (4) {
+    %as = memref.subview %a[%i, 0] [4, 32] [1, 1]
+        : memref<16x32xf32> to memref<4x32xf32, strided<[32, 1], offset: ?>>
+    %tile = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+    linalg.fill ins(%cst : f32) outs(%tile : memref<4x8xf32>)
+    linalg.matmul ins(%as, %w : memref<4x32xf32, strided<[32, 1], offset: ?>>, memref<32x8xf32>)
+                  outs(%tile : memref<4x8xf32>)
+    %os = memref.subview %out[%i, 0] [4, 8] [1, 1]
+        : memref<16x8xf32> to memref<4x8xf32, strided<[8, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%tile : memref<4x8xf32>) outs(%os : memref<4x8xf32, strided<[8, 1], offset: ?>>) {
+    ^bb0(%in: f32, %o: f32):
+      %e = math.exp %in : f32
+      linalg.yield %e : f32
+    }
+    memref.dealloc %tile : memref<4x8xf32>
+  }
+  return
+}
+
+// -----
+
+// An op on a device buffer outside any loop (here a copy into the result)
+// becomes a one-block kernel; a scalar store inside a kernel runs on one
+// thread.
+// CHECK-LABEL: func.func @host_ops
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK:   scf.forall (%{{.*}}) in (64) {
+// CHECK:     memref.load %{{.*}} : memref<8xf32>
+// CHECK:     memref.store %{{.*}} : memref<8xf32>
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK: }
+// CHECK: scf.forall (%{{.*}}) in (2) {
+// CHECK:   scf.forall (%{{.*}}) in (1) {
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<2xf32>
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+func.func @host_ops(%x: memref<8xf32>, %y: memref<8xf32>, %s: memref<2xf32>) {
+  memref.copy %x, %y : memref<8xf32> to memref<8xf32>
+  %one = arith.constant 1.0 : f32
+  scf.forall (%b) in (2) {
+    memref.store %one, %s[%b] : memref<2xf32>
+  }
+  return
+}
+
+// -----
+
+// A scratch buffer whose size has no constant bound cannot be hoisted.
+func.func @unbounded(%n: index, %out: memref<?xf32>) {
+  scf.forall (%b) in (2) {
+    // expected-error @below {{has no constant upper bound on its size}}
+    %t = memref.alloc(%n) : memref<?xf32>
+    memref.copy %t, %out : memref<?xf32> to memref<?xf32>
+    memref.dealloc %t : memref<?xf32>
+  }
+  return
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Every kernel of every committed model, compiled for the CUDA target,
+passes ptxas for each architecture asked for, without spilling.
+
+For each model in test/models and each --arch: `gatec MODEL --target=cuda
+--gpu-arch=ARCH --dump-kernels=DIR --emit=none`, which writes each kernel
+module's PTX and runs `ptxas -v -arch=ARCH` on it (a rejected kernel fails
+the compile). Then the resource lines are read: a kernel whose spill stores
+or loads exceed --max-spill-bytes (default 0: the generated kernels keep
+their per-thread state in registers; a spill means a register-blocking
+rewrite asked for more registers than a thread has) fails too.
+
+Prints one line per model and arch (kernels, max registers, max spill
+bytes, stack frame) and a summary; exit 1 on any failure.
+
+usage: check_ptx.py [--gatec PATH] [--arch sm_80 --arch sm_90]
+                    [--filter REGEX] [--max-spill-bytes N] [--keep DIR]
+"""
+import argparse
+import concurrent.futures as cf
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODELS = os.path.join(ROOT, "test", "models")
+
+ENTRY = re.compile(r"^== (\S+) \((sm_\d+), ptxas exit (\d+)\)")
+REGS = re.compile(r"Used (\d+) registers")
+SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                   r"(\d+) bytes spill loads")
+
+
+def check(gatec, model, arch, work, max_spill):
+    name = os.path.basename(model)[:-5]
+    out = os.path.join(work, "%s-%s" % (name, arch))
+    c = subprocess.run([gatec, model, "--target=cuda", "--gpu-arch=" + arch,
+                        "--dump-kernels=" + out, "--emit=none"],
+                       capture_output=True, text=True)
+    if c.returncode != 0:
+        lines = c.stderr.strip().splitlines()
+        return False, "FAIL %-28s %s: %s" % (name, arch,
+                                             lines[-1] if lines else c.returncode)
+    res = open(os.path.join(out, "resources.txt")).read()
+    if "ptxas not found" in res:
+        return False, "FAIL %-28s %s: ptxas not found (set CUDA_HOME)" % (name, arch)
+    kernels = len(re.findall(r"^== ", res, re.M))
+    regs = [int(r) for r in REGS.findall(res)]
+    spills = [(int(f), int(s), int(l)) for f, s, l in SPILL.findall(res)]
+    worst = max([max(s, l) for _, s, l in spills] or [0])
+    frame = max([f for f, _, _ in spills] or [0])
+    ok = kernels > 0 and worst <= max_spill
+    return ok, "%s %-28s %s: %3d kernels, max %3d registers, spills %d bytes, stack %d bytes" % (
+        "ok  " if ok else "FAIL", name, arch, kernels, max(regs or [0]), worst, frame)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatec", default=os.path.join(ROOT, "build", "bin", "gatec"))
+    ap.add_argument("--arch", action="append")
+    ap.add_argument("--filter", default=".*")
+    ap.add_argument("--max-spill-bytes", type=int, default=0)
+    ap.add_argument("--keep")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    archs = args.arch or ["sm_80", "sm_90"]
+    work = args.keep or tempfile.mkdtemp(prefix="gatec-ptx-")
+    models = sorted(os.path.join(MODELS, f) for f in os.listdir(MODELS)
+                    if f.endswith(".onnx") and re.search(args.filter, f))
+    jobs = [(m, a) for m in models for a in archs]
+    failures = 0
+    with cf.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(check, args.gatec, m, a, work, args.max_spill_bytes)
+                   for m, a in jobs]
+        for f in futures:
+            ok, line = f.result()
+            print(line, flush=True)
+            failures += not ok
+    print("ptxas: %d models x %d archs, %d failures" % (len(models), len(archs), failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
