@@ -14,6 +14,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "models", 
 
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%gatec_src", config.gatec_src_root))
+config.substitutions.append(("%gatec_obj", config.gatec_obj_root))
 config.substitutions.append(("%models", os.path.join(config.gatec_src_root, "test", "models")))
 config.substitutions.append(("%scripts", os.path.join(config.gatec_src_root, "test", "scripts")))
 

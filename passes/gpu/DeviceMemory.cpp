@@ -7,6 +7,7 @@
 #include "passes/gpu/Passes.h"
 #include "passes/gpu/Utils.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace gatec::gpu {
@@ -46,7 +47,42 @@ struct DeviceMemoryPass
         device.insert(root);
       }
     });
-    // Host code may not dereference device memory.
+    // Host reads of device buffers (shapes computed on the device, read
+    // to size the next buffers): the buffer is copied to host memory first.
+    OpBuilder hb(&getContext());
+    SmallVector<memref::LoadOp> hostLoads;
+    f.walk([&](memref::LoadOp load) {
+      if (!load->getParentOfType<mlir::gpu::LaunchOp>() &&
+          device.contains(bufferRoot(load.getMemref())))
+        hostLoads.push_back(load);
+    });
+    for (memref::LoadOp load : hostLoads) {
+      Value root = bufferRoot(load.getMemref());
+      auto type = dyn_cast<MemRefType>(root.getType());
+      if (!type || !type.getLayout().isIdentity())
+        continue; // reported below
+      // The view chain from the root to the loaded memref.
+      SmallVector<Operation *> chain;
+      for (Value v = load.getMemref(); v != root;
+           v = v.getDefiningOp()->getOperand(0))
+        chain.push_back(v.getDefiningOp());
+      hb.setInsertionPoint(load);
+      Location loc = load.getLoc();
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(hb, loc, root, d));
+      Value host = memref::AllocOp::create(hb, loc, type, sizes);
+      mlir::gpu::MemcpyOp::create(hb, loc, Type(), ValueRange{}, host, root);
+      IRMapping map;
+      map.map(root, host);
+      for (Operation *view : llvm::reverse(chain))
+        hb.clone(*view, map);
+      load.getMemrefMutable().assign(map.lookupOrDefault(load.getMemref()));
+      hb.setInsertionPointAfter(load);
+      memref::DeallocOp::create(hb, loc, host);
+    }
+    // Host code may not otherwise dereference device memory.
     f.walk([&](Operation *op) {
       if (op->getParentOfType<mlir::gpu::LaunchOp>())
         return;

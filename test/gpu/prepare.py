@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Build everything the GPU run needs, on a machine without a GPU.
+
+The GPU machine has no LLVM/MLIR and no gatec; it runs what this script
+leaves in --out (default build/gpu-artifacts, a path to `carry`):
+
+  bin/gatec-run, lib/libgatec_runtime.so, lib/libgatec_cuda.so
+  e2e/<model>.cuda.so    each committed model (test/models), gatec
+                         --target=cuda --gpu-arch=ARCH (cubin + PTX)
+  e2e/<model>.cpu.so     the same model for the CPU (the dry run here)
+  e2e/<model>.<k>.*.npy  inputs and onnxruntime's outputs, per run k
+  bench/<name>.onnx/.cuda.so/.cpu.so/.npz/x_<T>.npy
+                         the benchmark blocks (bench_modules.py) at
+                         d_model 256, exported here with PyTorch (when this
+                         Python has torch; else no benchmark), their weights
+                         for the PyTorch peers, inputs at each --bench-seq
+  manifest.json          what to run and with which tolerances
+
+usage: prepare.py [--gatec PATH] [--out DIR] [--arch sm_90]
+                  [--models REGEX] [--no-bench] [--bench-seq 512,2048]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODELS = os.path.join(ROOT, "test", "models")
+NP = {"tensor(float)": np.float32, "tensor(int64)": np.int64,
+      "tensor(bool)": np.bool_, "tensor(int32)": np.int32}
+# fp32 on the GPU: other summation orders and libdevice's exp/tanh.
+FP32_TOL = 2e-4
+DYN = {"batch": 2, "seq": 37, "media_seq": 5}
+
+
+def compile_model(gatec, model, out, extra):
+    c = subprocess.run([gatec, model, "-o", out] + extra,
+                       capture_output=True, text=True)
+    if c.returncode != 0:
+        sys.exit("prepare: gatec %s failed:\n%s" % (" ".join([model] + extra),
+                                                      c.stderr[-2000:]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatec", default=os.path.join(ROOT, "build", "bin", "gatec"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "gpu-artifacts"))
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--models", default=".*")
+    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--bench-seq", default="512,2048")
+    ap.add_argument("--bench-batch", type=int, default=4)
+    args = ap.parse_args()
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.gatec)))
+    out = args.out
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    for d in ("bin", "lib", "e2e", "bench"):
+        os.makedirs(os.path.join(out, d))
+    shutil.copy2(os.path.join(build, "bin", "gatec-run"), os.path.join(out, "bin"))
+    for lib in ("libgatec_runtime.so", "libgatec_cuda.so"):
+        shutil.copy2(os.path.join(build, "lib", lib), os.path.join(out, "lib"))
+    cuda = ["--target=cuda", "--gpu-arch=" + args.arch]
+    manifest = {"arch": args.arch, "fp32_tol": FP32_TOL, "e2e": [], "bench": []}
+    rng = np.random.default_rng(11)
+    names = sorted(f[:-5] for f in os.listdir(MODELS)
+                   if f.endswith(".onnx") and re.search(args.models, f))
+    for name in names:
+        model = os.path.join(MODELS, name + ".onnx")
+        e = os.path.join(out, "e2e", name)
+        compile_model(args.gatec, model, e + ".cuda.so", cuda)
+        compile_model(args.gatec, model, e + ".cpu.so", [])
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        inputs, outputs = [], []
+        for i in sess.get_inputs():
+            shape = [d if isinstance(d, int) else DYN.get(d, 4) for d in i.shape]
+            dt = NP[i.type]
+            v = (rng.standard_normal(shape).astype(dt) if dt == np.float32
+                 else rng.integers(0, 2, shape).astype(dt))
+            p = "%s.in_%s.npy" % (e, re.sub(r"\W", "_", i.name))
+            np.save(p, v)
+            inputs.append((i.name, os.path.relpath(p, out)))
+        feeds = {n: np.load(os.path.join(out, p)) for n, p in inputs}
+        for o, r in zip(sess.get_outputs(), sess.run(None, feeds)):
+            p = "%s.ref_%s.npy" % (e, re.sub(r"\W", "_", o.name))
+            np.save(p, r)
+            outputs.append((o.name, os.path.relpath(p, out)))
+        manifest["e2e"].append({"name": name, "cuda": "e2e/%s.cuda.so" % name,
+                                "cpu": "e2e/%s.cpu.so" % name,
+                                "inputs": inputs, "outputs": outputs})
+        print("prepared %s" % name, flush=True)
+
+    if not args.no_bench:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+            print("prepare: no torch in this Python: no benchmark models "
+                  "(run it with a Python that has torch)")
+        if torch is not None:
+            import warnings
+            sys.path.insert(0, HERE)
+            import bench_modules as bm
+            seqs = [int(s) for s in args.bench_seq.split(",")]
+            for name in ("bench_gated_attn", "bench_ungated_attn"):
+                m = bm.build(name)
+                b = os.path.join(out, "bench", name)
+                np.savez(b + ".npz", **{k: v.numpy() for k, v in m.state_dict().items()})
+                x = torch.randn(2, 8, bm.D_MODEL)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    torch.onnx.export(m, (x,), b + ".onnx", dynamo=False, opset_version=17,
+                                      input_names=["x"], output_names=["y"],
+                                      dynamic_axes={"x": {0: "batch", 1: "seq"},
+                                                    "y": {0: "batch", 1: "seq"}})
+                compile_model(args.gatec, b + ".onnx", b + ".cuda.so", cuda)
+                compile_model(args.gatec, b + ".onnx", b + ".cpu.so", [])
+                xs = []
+                for t in seqs:
+                    p = "%s.x_%d.npy" % (b, t)
+                    np.save(p, rng.standard_normal((args.bench_batch, t, bm.D_MODEL))
+                            .astype(np.float32))
+                    xs.append((t, os.path.relpath(p, out)))
+                manifest["bench"].append({"name": name, "cuda": "bench/%s.cuda.so" % name,
+                                          "cpu": "bench/%s.cpu.so" % name,
+                                          "weights": "bench/%s.npz" % name,
+                                          "batch": args.bench_batch, "d_model": bm.D_MODEL,
+                                          "heads": bm.HEADS, "inputs": xs})
+                print("prepared %s" % name, flush=True)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    size = sum(os.path.getsize(os.path.join(dp, fn))
+               for dp, _, fns in os.walk(out) for fn in fns)
+    print("prepare: %d models, %d benchmark blocks in %s (%.1f MiB)"
+          % (len(manifest["e2e"]), len(manifest["bench"]), out, size / 2**20))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
