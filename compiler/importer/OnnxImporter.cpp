@@ -10,6 +10,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -98,6 +99,15 @@ private:
   LogicalResult importInitializers(::onnx::GraphProto &g);
   LogicalResult importNodes(::onnx::GraphProto &g);
   LogicalResult importNode(::onnx::NodeProto &n, int idx);
+  /// A node of the default domain (the opset checks done).
+  LogicalResult importDefaultNode(::onnx::NodeProto &n, Location loc);
+  /// CausalConvWithState (ONNX 27, com.microsoft) as the ops of its ONNX
+  /// function body.
+  LogicalResult importCausalConv(::onnx::NodeProto &n, Location loc);
+  /// Maps the node's outputs to `results` (an output past them or a null
+  /// one must be absent).
+  LogicalResult mapOutputs(::onnx::NodeProto &n, ArrayRef<Value> results,
+                           Location loc);
   LogicalResult importConstant(::onnx::NodeProto &n, Location loc);
   FailureOr<Attribute> convertAttr(::onnx::AttributeProto &a, StringRef opType,
                                    Location loc);
@@ -441,19 +451,195 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g,
   return success();
 }
 
+/// The integer attribute `name` of `n`, or nullopt.
+static std::optional<int64_t> intAttr(const ::onnx::NodeProto &n,
+                                      StringRef name) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name)
+      return a.i();
+  return std::nullopt;
+}
+
 LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
   Location loc = nodeLoc(n, idx);
   const std::string &domain = n.domain();
-  if (!domain.empty() && domain != "ai.onnx")
+  bool onnxDomain = domain.empty() || domain == "ai.onnx";
+  StringRef opType = n.op_type();
+  // Contrib ops of onnxruntime (com.microsoft) with the semantics of an
+  // ONNX op, as onnxruntime's op schemas document them.
+  if (domain == "com.microsoft" && opType == "CausalConvWithState")
+    return importCausalConv(n, loc);
+  if (domain == "com.microsoft" && opType == "LinearAttention") {
+    // LinearAttention-27 plus state_window (W > 0: states of the last W
+    // tokens), which gatec does not support.
+    if (intAttr(n, "state_window").value_or(0) != 0)
+      return emitError(loc) << "com.microsoft.LinearAttention with "
+                               "state_window > 0 is not supported";
+    ::onnx::NodeProto m = n;
+    m.clear_domain();
+    m.clear_attribute();
+    for (const auto &a : n.attribute())
+      if (a.name() != "state_window")
+        *m.add_attribute() = a;
+    return importDefaultNode(m, loc);
+  }
+  if (!onnxDomain)
     return emitError(loc) << "operator '" << n.op_type() << "' of domain '"
                           << domain << "' is not supported";
-  StringRef opType = n.op_type();
   if (opType == "Constant")
     return importConstant(n, loc);
+  if (opType == "CausalConvWithState" && opset >= 27)
+    return importCausalConv(n, loc);
   if (opset < firstOpset(opType))
     return emitError(loc) << opType << " does not exist in opset " << opset
                           << " (it was introduced in opset "
                           << firstOpset(opType) << ")";
+  return importDefaultNode(n, loc);
+}
+
+LogicalResult GraphImporter::mapOutputs(::onnx::NodeProto &n,
+                                        ArrayRef<Value> results, Location loc) {
+  for (int i = 0; i < n.output_size(); ++i) {
+    const std::string &out = n.output(i);
+    if (out.empty())
+      continue;
+    if (i >= (int)results.size() || !results[i])
+      return emitError(loc)
+             << n.op_type() << " output #" << i << " is not supported";
+    if (values.count(out))
+      return emitError(loc) << "value '" << out << "' is produced twice";
+    values[out] = results[i];
+  }
+  return success();
+}
+
+/// CausalConvWithState-27 (and com.microsoft's with its default layout):
+///   padded = Concat(past_state or zeros [B, C, (k-1)d], input; axis 2)
+///   output = act(Conv(padded, weight, bias; group = C, dilation d))
+///   present_state = the last (k-1)d positions of padded
+/// with the activation (SiLU) computed in f32, as in ONNX's function body.
+/// com.microsoft's other layouts (ndim > 1, channels_last, state windows,
+/// the CUDA-only state capture) are located errors.
+LogicalResult GraphImporter::importCausalConv(::onnx::NodeProto &n,
+                                              Location loc) {
+  std::string act = "none";
+  int64_t dil = 1;
+  for (const auto &a : n.attribute()) {
+    StringRef an = a.name();
+    if (an == "activation") {
+      act = a.s();
+    } else if (an == "dilation") {
+      dil = a.i();
+    } else if ((an == "ndim" && a.i() == 1) ||
+               (an == "state_channels_last" && a.i() == -1) ||
+               ((an == "channels_last" || an == "state_window" ||
+                 an == "state_update_capacity" || an == "state_length" ||
+                 an == "input_channel_offset" || an == "input_channels") &&
+                a.i() == 0)) {
+      continue; // the default layout
+    } else {
+      return emitError(loc) << "CausalConvWithState attribute '" << an
+                            << "' (other than its default) is not supported";
+    }
+  }
+  if (act != "none" && act != "silu" && act != "swish")
+    return emitError(loc) << "CausalConvWithState activation '" << act
+                          << "' is not supported";
+  if (dil < 1)
+    return emitError(loc) << "CausalConvWithState dilation must be >= 1";
+  auto in = [&](int i) -> Value {
+    return i < n.input_size() && !n.input(i).empty() ? lookup(n.input(i))
+                                                     : Value();
+  };
+  Value x = in(0), w = in(1), bias = in(2), past = in(3);
+  if (!x || !w)
+    return emitError(loc) << "CausalConvWithState needs its input and weight";
+  for (int i = 0; i < n.input_size(); ++i)
+    if (!n.input(i).empty() && !in(i))
+      return emitError(loc) << "input '" << n.input(i)
+                            << "' is not defined by any earlier node, graph "
+                               "input or initializer";
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto wt = dyn_cast<RankedTensorType>(w.getType());
+  if (!xt || !wt || xt.getRank() != 3 || wt.getRank() != 3 ||
+      wt.isDynamicDim(0) || wt.isDynamicDim(2))
+    return emitError(loc) << "CausalConvWithState: only the 1-D form with a "
+                             "3-D input and a static [C, 1, k] weight is "
+                             "supported";
+  int64_t c = wt.getDimSize(0), k = wt.getDimSize(2), len = (k - 1) * dil;
+  Type e = xt.getElementType();
+  auto op1 = [&](StringRef type, ArrayRef<Value> ops,
+                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
+    auto o = createOp(type, ops, attrs, {true}, loc);
+    if (failed(o))
+      return failure();
+    return (*o)->getResult(0);
+  };
+  if (!past) { // zeros [B, C, len]
+    auto bc = op1("Shape", {x},
+                  {b.getNamedAttr("start", b.getI64IntegerAttr(0)),
+                   b.getNamedAttr("end", b.getI64IntegerAttr(2))});
+    if (failed(bc))
+      return failure();
+    auto shape = op1("Concat", {*bc, constI64({len}, loc)},
+                     {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    if (failed(shape))
+      return failure();
+    auto zero =
+        DenseElementsAttr::get(RankedTensorType::get({1}, e), b.getZeroAttr(e));
+    auto z = op1("ConstantOfShape", {*shape}, {b.getNamedAttr("value", zero)});
+    if (failed(z))
+      return failure();
+    past = *z;
+  }
+  auto padded = op1("Concat", {past, x},
+                    {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
+  if (failed(padded))
+    return failure();
+  auto y = op1("Conv", {*padded, w, bias ? bias : none()},
+               {b.getNamedAttr("group", b.getI64IntegerAttr(c)),
+                b.getNamedAttr("dilations", b.getDenseI64ArrayAttr({dil}))});
+  if (failed(y))
+    return failure();
+  Value out = *y;
+  if (act != "none") {
+    Type f32 = b.getF32Type();
+    auto to = [&](Value v, Type t) -> FailureOr<Value> {
+      if (getElementTypeOrSelf(v.getType()) == t)
+        return v;
+      return op1("Cast", {v}, {b.getNamedAttr("to", TypeAttr::get(t))});
+    };
+    auto yf = to(out, f32);
+    if (failed(yf))
+      return failure();
+    auto sg = op1("Sigmoid", {*yf});
+    if (failed(sg))
+      return failure();
+    auto m = op1("Mul", {*yf, *sg});
+    if (failed(m))
+      return failure();
+    auto back = to(*m, e);
+    if (failed(back))
+      return failure();
+    out = *back;
+  }
+  auto len1 = constI64({-len}, loc), axes = constI64({2}, loc);
+  auto big = constI64({std::numeric_limits<int64_t>::max()}, loc);
+  auto state = len ? op1("Slice", {*padded, len1, big, axes, none()})
+                   : op1("Slice", {*padded, constI64({0}, loc),
+                                   constI64({0}, loc), axes, none()});
+  if (failed(state))
+    return failure();
+  // The state's length is known: (k - 1) d.
+  auto pt = cast<RankedTensorType>(padded->getType());
+  state->setType(
+      RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(1), len}, e));
+  return mapOutputs(n, {out, *state}, loc);
+}
+
+LogicalResult GraphImporter::importDefaultNode(::onnx::NodeProto &n,
+                                               Location loc) {
+  StringRef opType = n.op_type();
   const OpSpec *spec = findSpec(opType);
   if (!spec || !RegisteredOperationName::lookup(("onnx." + opType).str(), ctx))
     return emitError(loc) << "unsupported operator '" << opType << "'";

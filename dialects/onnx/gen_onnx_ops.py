@@ -27,6 +27,12 @@ Size Slice Softmax Softplus Split Sqrt Squeeze Sub Sum Tanh Tile Transpose Trilu
 Unsqueeze Where
 """.split()
 
+# Ops the importer writes as the onnx ops of their ONNX function body (no
+# onnx op of their own).
+EXPANDED = """
+CausalConvWithState
+""".split()
+
 # Ops that fold when their operands are constants (shape chains, scalars).
 FOLDERS = set("""
 Add Cast Concat ConstantOfShape Div Equal Expand Gather Identity Less Mul Neg

@@ -3,7 +3,7 @@
 
 The node tests come from the installed onnx wheel
 (onnx/backend/test/data/node/test_*/model.onnx). The claimed operator set is the
-OPS list of dialects/onnx/gen_onnx_ops.py plus Constant. A test is claimed when
+OPS and EXPANDED lists of dialects/onnx/gen_onnx_ops.py plus Constant. A test is claimed when
 every node of its model (main graph and all subgraphs, default domain only) has a
 claimed op type; other tests are skipped.
 
@@ -47,7 +47,7 @@ def claimed_ops():
     spec = importlib.util.spec_from_file_location("gen_onnx_ops", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return set(mod.OPS) | {"Constant"}
+    return set(mod.OPS) | set(mod.EXPANDED) | {"Constant"}
 
 
 def node_test_dir():
