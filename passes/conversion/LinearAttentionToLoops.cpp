@@ -8,7 +8,9 @@
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Builders.h"
 
@@ -219,7 +221,27 @@ struct Shapes {
   int64_t hq, hkv, group, dk, dv, dd, betaHeads, chunk;
   bool decay, perChannel, delta;
   double scale;
+  /// The inputs are read from the [B, T, H, D] sources of their head
+  /// transposes (in place, strided along T), the output written in
+  /// [B, T, Hq, Dv] order for the head transpose that consumed it.
+  bool bthd = false, outBthd = false;
 };
+
+/// x[bi, h : h+nh, t : t+nt, 0 : d] of a [B, H, T, D] operand, or of its
+/// [B, T, H, D] source when `bthd`; the batch dim and the dims listed in
+/// `drop` (1: heads, 2: tokens, 3: channels; all of size 1) are dropped.
+/// With bthd and neither heads nor tokens dropped the slice is
+/// [nt, nh, d].
+Value headSlice(Builder &l, bool bthd, Value x, Value bi, Value h, Value t,
+                int64_t nh, int64_t nt, int64_t d, ArrayRef<int64_t> drop) {
+  OpFoldResult z = l.b.getIndexAttr(0);
+  SmallVector<int64_t> dr{0};
+  for (int64_t i : drop)
+    dr.push_back(bthd && i != 3 ? 3 - i : i);
+  if (bthd)
+    return l.slice(x, {bi, t, h, z}, {1, nt, nh, d}, dr);
+  return l.slice(x, {bi, h, t, z}, {1, nh, nt, d}, dr);
+}
 
 /// A contraction over `n` loops: init (indexed by `outDims`) plus, summed
 /// over the reduction loop `r` (static extent `size`), the product of the
@@ -296,6 +318,228 @@ Value contract(Builder &l, Value init, ArrayRef<Value> ins,
       });
 }
 
+/// A register-blocked matrix product on tensors, in vector FMAs:
+///
+///   acc[(g,) m, n] ← σ_m · acc[(g,) m, n] + Σ_k a(m, k) · B[k, n]
+///
+/// acc [M, N] or [G, M, N] (a batch of G products sharing B; [M, G, N]
+/// when `accMGN`: output rows in token-major order), B [K, N]
+/// (contiguous along n), a(m, k) read from A [(G,) M, K] or, when
+/// `aTransposed`, from A [K, M]. Without `accumulate` acc is only written
+/// (the sum starts from 0); σ_m = rowScale[m] (rowScale [M], or [1]: one
+/// factor for every row) when given, else 1. With `causal`, a(m, k) = 0 for
+/// k > m is not read: row block m0 … m0+MR−1 stops at k = m0+MR−1.
+///
+/// The block of MR rows × NR vectors of w lanes is held in MR·NR vector
+/// accumulators through the loop over k: each step loads NR vectors of B
+/// (each used by MR FMAs) and broadcasts MR scalars of A (each used by NR
+/// FMAs), so that for 4 × 2 vectors of 8 lanes, 6 loads feed 8 FMAs and acc
+/// is read and written once per block, not once per k. f32 throughout.
+Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
+                    Value a, bool aTransposed, Value bm, bool causal,
+                    bool accMGN = false) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  auto accT = cast<RankedTensorType>(acc.getType());
+  bool batched = accT.getRank() == 3;
+  int64_t G = batched ? accT.getDimSize(accMGN ? 1 : 0) : 1;
+  int64_t M = accT.getDimSize(batched && !accMGN ? 1 : 0);
+  int64_t N = accT.getDimSize(batched ? 2 : 1);
+  int64_t K = cast<RankedTensorType>(bm.getType()).getDimSize(0);
+  // Lanes: all of n when it fits one vector, else the widest of 8, 4, 2, 1
+  // dividing N; two vectors per block when they divide the row.
+  int64_t w = N;
+  if (N > 8) {
+    w = 1;
+    for (int64_t c : {8, 4, 2})
+      if (N % c == 0) {
+        w = c;
+        break;
+      }
+  }
+  int64_t NR = (N / w) % 2 == 0 ? 2 : 1;
+  int64_t MR = M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
+  auto vt = VectorType::get({w}, l.f32);
+  SmallVector<bool> inb{true};
+  Value pad = l.cf(0.0);
+  Value zeroV = vector::BroadcastOp::create(b, loc, vt, pad);
+  int64_t sRows =
+      rowScale ? cast<RankedTensorType>(rowScale.getType()).getDimSize(0) : 0;
+
+  auto forStep =
+      [&](Value lb, Value ub, int64_t step, ValueRange inits,
+          llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
+        auto f = scf::ForOp::create(b, loc, lb, ub, l.ci(step), inits);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(f.getBody());
+        scf::YieldOp::create(b, loc,
+                             fn(f.getInductionVar(), f.getRegionIterArgs()));
+        return f;
+      };
+  auto add = [&](Value x, int64_t c) -> Value {
+    return c ? arith::AddIOp::create(b, loc, x, l.ci(c)).getResult() : x;
+  };
+
+  auto product = [&](Value g, Value accIn) -> Value {
+    auto idx = [&](Value r, Value c) -> SmallVector<Value> {
+      if (batched && accMGN)
+        return {r, g, c};
+      if (batched)
+        return {g, r, c};
+      return {r, c};
+    };
+    auto mLoop =
+        forStep(l.ci(0), l.ci(M), MR, {accIn},
+                [&](Value m0, ValueRange mIt) -> SmallVector<Value> {
+                  auto nLoop = forStep(
+                      l.ci(0), l.ci(N), NR * w, {mIt[0]},
+                      [&](Value n0, ValueRange nIt) -> SmallVector<Value> {
+                        Value t = nIt[0];
+                        SmallVector<Value> init;
+                        for (int64_t r = 0; r < MR; ++r) {
+                          Value sc;
+                          if (accumulate && rowScale) {
+                            Value si = sRows == 1 ? l.ci(0) : add(m0, r);
+                            sc = vector::BroadcastOp::create(
+                                b, loc, vt,
+                                tensor::ExtractOp::create(b, loc, rowScale,
+                                                          ValueRange{si}));
+                          }
+                          for (int64_t c = 0; c < NR; ++c) {
+                            if (!accumulate) {
+                              init.push_back(zeroV);
+                              continue;
+                            }
+                            Value v = vector::TransferReadOp::create(
+                                b, loc, vt, t, idx(add(m0, r), add(n0, c * w)),
+                                pad, inb);
+                            if (sc)
+                              v = arith::MulFOp::create(b, loc, v, sc);
+                            init.push_back(v);
+                          }
+                        }
+                        Value kEnd = causal ? add(m0, MR) : l.ci(K);
+                        if (causal && M > K)
+                          kEnd = arith::MinUIOp::create(b, loc, kEnd, l.ci(K));
+                        auto kLoop = forStep(
+                            l.ci(0), kEnd, 1, init,
+                            [&](Value k, ValueRange vs) -> SmallVector<Value> {
+                              SmallVector<Value> bv;
+                              for (int64_t c = 0; c < NR; ++c)
+                                bv.push_back(vector::TransferReadOp::create(
+                                    b, loc, vt, bm,
+                                    ValueRange{k, add(n0, c * w)}, pad, inb));
+                              SmallVector<Value> out;
+                              for (int64_t r = 0; r < MR; ++r) {
+                                Value mi = add(m0, r);
+                                SmallVector<Value> ai;
+                                if (aTransposed)
+                                  ai = {k, mi};
+                                else if (batched)
+                                  ai = {g, mi, k};
+                                else
+                                  ai = {mi, k};
+                                Value x = vector::BroadcastOp::create(
+                                    b, loc, vt,
+                                    tensor::ExtractOp::create(b, loc, a, ai));
+                                for (int64_t c = 0; c < NR; ++c)
+                                  out.push_back(vector::FMAOp::create(
+                                      b, loc, x, bv[c], vs[r * NR + c]));
+                              }
+                              return out;
+                            });
+                        for (int64_t r = 0; r < MR; ++r)
+                          for (int64_t c = 0; c < NR; ++c)
+                            t = vector::TransferWriteOp::create(
+                                    b, loc, kLoop.getResult(r * NR + c), t,
+                                    idx(add(m0, r), add(n0, c * w)), inb)
+                                    .getResult();
+                        return {t};
+                      });
+                  return {nLoop.getResult(0)};
+                });
+    return mLoop.getResult(0);
+  };
+  if (!batched)
+    return product(Value(), acc);
+  return forStep(l.ci(0), l.ci(G), 1, {acc},
+                 [&](Value g, ValueRange it) -> SmallVector<Value> {
+                   return {product(g, it[0])};
+                 })
+      .getResult(0);
+}
+/// x [R, N] transposed to [N, R]. When R and N are multiples of 8 (the
+/// chunk's keys, C × Dk), by 8 × 8 blocks in registers: 8 row vectors
+/// loaded, transposed by three rounds of shuffles (pairs of 32-bit lanes,
+/// pairs of 64-bit lanes, 128-bit halves: unpcklps/unpckhps, shufps,
+/// vperm2f128 on AVX) and stored as 8 column vectors, instead of one scalar
+/// load and store per element through a strided column. Otherwise a
+/// linalg.transpose.
+Value transposed(Builder &l, Value x) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t R = t.getDimSize(0), N = t.getDimSize(1);
+  Value init = l.empty({N, R});
+  if (R % 8 != 0 || N % 8 != 0)
+    return linalg::TransposeOp::create(b, loc, x, init, ArrayRef<int64_t>{1, 0})
+        ->getResult(0);
+  auto vt = VectorType::get({8}, l.f32);
+  SmallVector<bool> inb{true};
+  Value pad = l.cf(0.0);
+  auto shuffle = [&](Value a, Value c, ArrayRef<int64_t> mask) -> Value {
+    return vector::ShuffleOp::create(b, loc, a, c, mask);
+  };
+  auto addc = [&](Value v, int64_t c) -> Value {
+    return c ? arith::AddIOp::create(b, loc, v, l.ci(c)).getResult() : v;
+  };
+  auto rLoop =
+      scf::ForOp::create(b, loc, l.ci(0), l.ci(R), l.ci(8), ValueRange{init});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rLoop.getBody());
+    Value r0 = rLoop.getInductionVar();
+    auto nLoop = scf::ForOp::create(b, loc, l.ci(0), l.ci(N), l.ci(8),
+                                    ValueRange{rLoop.getRegionIterArgs()[0]});
+    b.setInsertionPointToStart(nLoop.getBody());
+    Value n0 = nLoop.getInductionVar();
+    SmallVector<Value> r(8), u(8), w(8);
+    for (int64_t i = 0; i < 8; ++i)
+      r[i] = vector::TransferReadOp::create(
+          b, loc, vt, x, ValueRange{addc(r0, i), n0}, pad, inb);
+    // u: rows 2p, 2p+1 interleaved (lanes 0 1 | 4 5 of each, then 2 3 | 6 7).
+    for (int64_t p = 0; p < 4; ++p) {
+      u[2 * p] = shuffle(r[2 * p], r[2 * p + 1], {0, 8, 1, 9, 4, 12, 5, 13});
+      u[2 * p + 1] =
+          shuffle(r[2 * p], r[2 * p + 1], {2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    // w: 64-bit pairs of u from rows 0-3 (and 4-7): each 128-bit half holds
+    // one column of 4 rows.
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = 0; p < 2; ++p) {
+        Value a = u[4 * h + p], c = u[4 * h + 2 + p];
+        w[4 * h + 2 * p] = shuffle(a, c, {0, 1, 8, 9, 4, 5, 12, 13});
+        w[4 * h + 2 * p + 1] = shuffle(a, c, {2, 3, 10, 11, 6, 7, 14, 15});
+      }
+    // Column j: the low (j < 4) or high half of w[j mod 4] (rows 0-3) and
+    // of w[4 + j mod 4] (rows 4-7).
+    Value y = nLoop.getRegionIterArgs()[0];
+    for (int64_t j = 0; j < 8; ++j) {
+      int64_t o = j < 4 ? 0 : 4;
+      Value col =
+          shuffle(w[j % 4], w[4 + j % 4],
+                  {o, o + 1, o + 2, o + 3, o + 8, o + 9, o + 10, o + 11});
+      y = vector::TransferWriteOp::create(b, loc, col, y,
+                                          ValueRange{addc(n0, j), r0}, inb)
+              .getResult();
+    }
+    scf::YieldOp::create(b, loc, ValueRange{y});
+    b.setInsertionPointAfter(nLoop);
+    scf::YieldOp::create(b, loc, nLoop.getResults());
+  }
+  return rLoop.getResult(0);
+}
+
 /// Intra-chunk scores of x [G, C, Dk] (or [C, Dk] when !batched) against
 /// k [C, Dk]. With a per-channel decay: Σ_d x_id k_jd exp(G_id − G_jd) for
 /// j ≤ i (j < i when strict), 0 elsewhere (`gc`, the chunk's cumulative
@@ -311,14 +555,7 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   // which reads K (and G) transposed, contiguously.
   unsigned n = batched ? 4 : 3;
   int64_t o = batched ? 1 : 0, I = o, D = o + 1, J = o + 2;
-  auto transposed = [&](Value t) -> Value {
-    auto tt = cast<RankedTensorType>(t.getType());
-    Value init = l.empty({tt.getDimSize(1), tt.getDimSize(0)});
-    return linalg::TransposeOp::create(l.b, l.loc, t, init,
-                                       ArrayRef<int64_t>{1, 0})
-        ->getResult(0);
-  };
-  Value kT = transposed(k);
+  Value kT = transposed(l, k);
   SmallVector<int64_t> xi, out;
   if (batched) {
     xi.push_back(0);
@@ -338,7 +575,7 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   if (channelDecay) {
     // The factor is 0 outside the causal part (no select of the output).
     return l.generic(
-        l.zeros(outShape), {x, kT, gc, transposed(gc)},
+        l.zeros(outShape), {x, kT, gc, transposed(l, gc)},
         {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}), l.map(n, {D, J}),
          l.map(n, out)},
         its, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -349,9 +586,8 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
           return add(nb, loc, a[4], mul(nb, loc, mul(nb, loc, a[0], a[1]), f));
         });
   }
-  Value sc = contract(l, l.zeros(outShape), {x, kT},
-                      {SmallVector<int64_t>(xi), SmallVector<int64_t>{D, J}},
-                      out, n, D, s.dk);
+  Value sc = blockedMatmul(l, l.empty(outShape), /*accumulate=*/false, {}, x,
+                           /*aTransposed=*/false, kT, /*causal=*/false);
   Value zero = l.cf(0.0);
   if (!s.decay) {
     Value one = l.cf(1.0);
@@ -432,6 +668,19 @@ Value scaled(Builder &l, const Shapes &s, Value x) {
                    });
 }
 
+/// x [C, G, Dk] (a chunk's query slice, token-major) as [G, C, Dk],
+/// multiplied by the scale.
+Value scaledToGCD(Builder &l, const Shapes &s, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  Value c = l.cf(s.scale);
+  Location loc = l.loc;
+  return l.generic(l.empty({t.getDimSize(1), t.getDimSize(0), t.getDimSize(2)}),
+                   {x}, {l.map(3, {1, 0, 2}), l.map(3, {0, 1, 2})}, {P, P, P},
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     return s.scale == 1.0 ? a[0] : mul(nb, loc, a[0], c);
+                   });
+}
+
 /// One token of the recurrence for (batch bi, kv head h) at token t.
 SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                                  Value t, Value q, Value k, Value v,
@@ -439,13 +688,13 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
   Location loc = l.loc;
   OpFoldResult z = l.b.getIndexAttr(0);
   Value hq0 = arith::MulIOp::create(l.b, loc, h, l.ci(s.group));
-  Value kt = l.slice(k, {bi, h, t, z}, {1, 1, 1, s.dk}, {0, 1, 2});
-  Value vt = l.slice(v, {bi, h, t, z}, {1, 1, 1, s.dv}, {0, 1, 2});
+  Value kt = headSlice(l, s.bthd, k, bi, h, t, 1, 1, s.dk, {1, 2});
+  Value vt = headSlice(l, s.bthd, v, bi, h, t, 1, 1, s.dv, {1, 2});
   Value qt =
-      scaled(l, s, l.slice(q, {bi, hq0, t, z}, {1, s.group, 1, s.dk}, {0, 2}));
+      scaled(l, s, headSlice(l, s.bthd, q, bi, hq0, t, s.group, 1, s.dk, {2}));
   if (s.decay) {
     // S = diag(exp(g_t)) S
-    Value gt = l.slice(decay, {bi, h, t, z}, {1, 1, 1, s.dd}, {0, 1, 2});
+    Value gt = headSlice(l, s.bthd, decay, bi, h, t, 1, 1, s.dd, {1, 2});
     st = l.generic(st, {gt},
                    {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
                    {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -455,8 +704,10 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value u = vt;
   if (s.delta) {
     Value hb = s.betaHeads == 1 ? l.ci(0) : h;
-    Value bt = tensor::ExtractOp::create(l.b, loc, beta,
-                                         ValueRange{bi, hb, t, l.ci(0)});
+    Value bt =
+        tensor::ExtractOp::create(l.b, loc, beta,
+                                  s.bthd ? ValueRange{bi, t, hb, l.ci(0)}
+                                         : ValueRange{bi, hb, t, l.ci(0)});
     // r = Sᵀ k, u = β (v − r)
     Value r = l.generic(l.zeros({s.dv}), {st, kt},
                         {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {1})},
@@ -473,9 +724,12 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                  {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                  });
-  Value o = readState(l, qt, st, {s.group, s.dv},
-                      l.slice(out, {z, t, z}, {s.group, 1, s.dv}, {1}));
-  out = l.insert(o, out, {z, t, z}, {s.group, 1, s.dv});
+  Value o =
+      readState(l, qt, st, {s.group, s.dv},
+                s.outBthd ? l.slice(out, {t, z, z}, {1, s.group, s.dv}, {0})
+                          : l.slice(out, {z, t, z}, {s.group, 1, s.dv}, {1}));
+  out = s.outBthd ? l.insert(o, out, {t, z, z}, {1, s.group, s.dv})
+                  : l.insert(o, out, {z, t, z}, {s.group, 1, s.dv});
   return {out, st};
 }
 
@@ -489,14 +743,20 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   OpFoldResult z = b.getIndexAttr(0);
   Value t0 = arith::MulIOp::create(b, loc, c, l.ci(C));
   Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
-  Value K = l.slice(k, {bi, h, t0, z}, {1, 1, C, s.dk}, {0, 1});
-  Value V = l.slice(v, {bi, h, t0, z}, {1, 1, C, s.dv}, {0, 1});
+  Value K = headSlice(l, s.bthd, k, bi, h, t0, 1, C, s.dk, {1});
+  Value V = headSlice(l, s.bthd, v, bi, h, t0, 1, C, s.dv, {1});
+  // Q [G, C, Dk] (scaled): from a [C, G, Dk] slice of the token-major
+  // source, the copy that applies the scale also reorders it.
   Value Q =
-      scaled(l, s, l.slice(q, {bi, hq0, t0, z}, {1, s.group, C, s.dk}, {0}));
+      s.bthd
+          ? scaledToGCD(
+                l, s, headSlice(l, true, q, bi, hq0, t0, s.group, C, s.dk, {}))
+          : scaled(l, s,
+                   headSlice(l, false, q, bi, hq0, t0, s.group, C, s.dk, {}));
   Value gc, glast;
   if (s.decay) {
     // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).
-    Value g = l.slice(decay, {bi, h, t0, z}, {1, 1, C, s.dd}, {0, 1});
+    Value g = headSlice(l, s.bthd, decay, bi, h, t0, 1, C, s.dd, {1});
     gc =
         l.generic(l.zeros({C, s.dd}), {g}, {l.map(3, {1, 2}), l.map(3, {0, 2})},
                   {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -512,7 +772,7 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value U = V;
   if (s.delta) {
     Value hb = s.betaHeads == 1 ? l.ci(0) : h;
-    Value bt = l.slice(beta, {bi, hb, t0, z}, {1, 1, C, 1}, {0, 1, 3});
+    Value bt = headSlice(l, s.bthd, beta, bi, hb, t0, 1, C, 1, {1, 3});
     // M_ij = β_i Σ_d k_id k_jd exp(G_id − G_jd), j < i
     Value mf;
     Value M = scores(l, s, K, K, gc, /*batched=*/false, /*strict=*/true, mf);
@@ -530,11 +790,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                   });
     // rhs = β ⊙ (V − (K ⊙ exp(G)) S)
     Value Kg = s.decay ? scaleRows(l, s, K, eg) : K;
-    Value KS = l.generic(l.zeros({C, s.dv}), {Kg, st},
-                         {l.map(3, {0, 1}), l.map(3, {1, 2}), l.map(3, {0, 2})},
-                         {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                           return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                         });
+    Value KS = blockedMatmul(l, l.empty({C, s.dv}), /*accumulate=*/false, {},
+                             Kg, /*aTransposed=*/false, st, /*causal=*/false);
     Value rhs = l.generic(
         KS, {V, bt, KS},
         {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {0, 1})},
@@ -562,22 +819,27 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value af;
   Value A = scores(l, s, Q, K, gc, /*batched=*/true, /*strict=*/false, af);
   Value Qg = s.decay ? scaleRows(l, s, Q, eg) : Q;
-  Value O = readState(l, Qg, st, {s.group, C, s.dv},
-                      l.slice(out, {z, t0, z}, {s.group, C, s.dv}, {}));
-  // Dims (g, i, j, e): the factor A_ij · f_ij is invariant in the innermost
-  // loop over e.
-  SmallVector<Value> aIns{A};
-  SmallVector<SmallVector<int64_t>> aDims{{0, 1, 2}};
-  if (af) {
-    aIns.push_back(af);
-    aDims.push_back({1, 2});
-  }
-  aIns.push_back(U);
-  aDims.push_back({2, 3});
-  O = contract(l, O, aIns, aDims, {0, 1, 3}, 4, 2, C);
-  out = l.insert(O, out, {z, t0, z}, {s.group, C, s.dv});
+  // O = (Q ⊙ exp(G)) S, written into the output rows (not read).
+  // (The output rows are [C, G, Dv] when written token-major.)
+  Value O = blockedMatmul(
+      l,
+      s.outBthd ? l.slice(out, {t0, z, z}, {C, s.group, s.dv}, {})
+                : l.slice(out, {z, t0, z}, {s.group, C, s.dv}, {}),
+      /*accumulate=*/false, {}, Qg, /*aTransposed=*/false, st,
+      /*causal=*/false, s.outBthd);
+  // A ⊙ factor (0 above the diagonal), then O += A U over j ≤ i only.
+  if (af)
+    A = l.generic(l.empty({s.group, C, C}), {A, af},
+                  {l.map(3, {0, 1, 2}), l.map(3, {1, 2}), l.map(3, {0, 1, 2})},
+                  {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                    return mul(nb, loc, a[0], a[1]);
+                  });
+  O = blockedMatmul(l, O, /*accumulate=*/true, {}, A, /*aTransposed=*/false, U,
+                    /*causal=*/true, s.outBthd);
+  out = s.outBthd ? l.insert(O, out, {t0, z, z}, {C, s.group, s.dv})
+                  : l.insert(O, out, {z, t0, z}, {s.group, C, s.dv});
   // State: exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U.
-  Value Kh = K;
+  Value Kh = K, el;
   if (s.decay) {
     // exp(G_C − G_i) [C, Dd] (C·Dd exps), exp(G_C) [Dd] (Dd exps).
     Value gl = l.broadcast(glast, {C, s.dd}, l.map(2, {1}));
@@ -585,30 +847,108 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
       return exp(nb, loc, sub(nb, loc, a[0], a[1]));
     });
     Kh = scaleRows(l, s, K, ekh);
-    Value el = expOf(l, glast);
-    st = l.generic(st, {el},
-                   {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
-                   {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                     return mul(nb, loc, a[1], a[0]);
-                   });
+    // exp(G_C) [Dd], the factor of each state row (one for all rows when
+    // the decay is per head), applied as the rows are loaded.
+    el = expOf(l, glast);
   }
-  st = contract(l, st, {Kh, U}, {{1, 0}, {1, 2}}, {0, 2}, 3, 1, C);
+  // S[d, e] = exp(G_C,d) S[d, e] + Σ_i Kh[i, d] U[i, e]: a [Dk, C] × [C, Dv]
+  // product reading Kh transposed.
+  st = blockedMatmul(l, st, /*accumulate=*/true, el, Kh, /*aTransposed=*/true,
+                     U, /*causal=*/false);
   return {out, st};
 }
 
-/// x [B, H, T, D] (f32) padded with `pad` along T up to tp tokens.
-Value padTokens(Builder &l, Value x, Value tp, double pad) {
-  auto t = cast<RankedTensorType>(x.getType());
-  Value bsz = l.dim(x, 0);
-  SmallVector<int64_t> shape{kDyn, t.getDimSize(1), kDyn, t.getDimSize(3)};
-  Value e = l.empty(shape, {bsz, tp});
-  Value f =
-      linalg::FillOp::create(l.b, l.loc, ValueRange{l.cf(pad)}, ValueRange{e})
-          .getResult(0);
-  SmallVector<OpFoldResult> off(4, l.b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sz = tensor::getMixedSizes(l.b, l.loc, x);
-  SmallVector<OpFoldResult> st(4, l.b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(l.b, l.loc, x, f, off, sz, st);
+/// The last T mod C tokens (if any) of (batch bi, kv head h), after the
+/// `whole` chunks: their inputs (all heads of batch bi) copied into
+/// [1, H, C, D] tensors (or [1, C, H, D]) padded with zeros (k = v = 0,
+/// log-decay 0, β = 0: the padding leaves the state alone), one chunkStep on
+/// them writing a [G, C, Dv] (or [C, G, Dv]) tile of which the first
+/// T mod C rows are copied into the head's output rows. Only the tail is
+/// copied: the whole chunks are read in place, and the output needs no
+/// slicing of padded rows.
+SmallVector<Value> tailChunk(Builder &l, const Shapes &s, Value bi, Value whole,
+                             Value len, Value q, Value k, Value v, Value decay,
+                             Value beta, Value rows, Value st, Value h) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  int64_t C = s.chunk;
+  Value t0 = arith::MulIOp::create(b, loc, whole, l.ci(C));
+  Value rem = arith::SubIOp::create(b, loc, len, t0);
+  Value any =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, rem, l.ci(0));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{rows.getType(), st.getType()},
+                                any, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, ValueRange{rows, st});
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  OpFoldResult z = b.getIndexAttr(0);
+  SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+  // x[bi, :, t0 : T, :] zero-padded to C tokens.
+  auto tail = [&](Value x) -> Value {
+    if (!x)
+      return x;
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t hx = t.getDimSize(s.bthd ? 2 : 1), dx = t.getDimSize(3);
+    SmallVector<OpFoldResult> off{bi, z, t0, z},
+        sz{b.getIndexAttr(1), b.getIndexAttr(hx), rem, b.getIndexAttr(dx)};
+    SmallVector<int64_t> shape{1, hx, C, dx};
+    if (s.bthd) {
+      std::swap(off[1], off[2]);
+      std::swap(sz[1], sz[2]);
+      std::swap(shape[1], shape[2]);
+    }
+    Value part = tensor::ExtractSliceOp::create(b, loc, x, off, sz, ones);
+    Value padded = l.zeros(shape);
+    SmallVector<OpFoldResult> at(4, z);
+    return tensor::InsertSliceOp::create(b, loc, part, padded, at, sz, ones);
+  };
+  SmallVector<int64_t> tileShape{s.group, C, s.dv};
+  if (s.outBthd)
+    std::swap(tileShape[0], tileShape[1]);
+  Value zero = l.ci(0);
+  SmallVector<Value> r =
+      chunkStep(l, s, zero, h, zero, tail(q), tail(k), tail(v), tail(decay),
+                tail(beta), l.empty(tileShape), st);
+  // The first T mod C rows of the tile into the head's output rows.
+  SmallVector<OpFoldResult> off{z, z, z},
+      sz{b.getIndexAttr(s.group), rem, b.getIndexAttr(s.dv)};
+  SmallVector<OpFoldResult> dst{z, t0, z};
+  if (s.outBthd) {
+    std::swap(sz[0], sz[1]);
+    std::swap(dst[0], dst[1]);
+  }
+  SmallVector<OpFoldResult> ones3(3, b.getIndexAttr(1));
+  Value part = tensor::ExtractSliceOp::create(b, loc, r[0], off, sz, ones3);
+  Value newRows =
+      tensor::InsertSliceOp::create(b, loc, part, rows, dst, sz, ones3);
+  scf::YieldOp::create(b, loc, ValueRange{newRows, r[1]});
+  return {ifOp.getResult(0), ifOp.getResult(1)};
+}
+
+/// The [B, T, H, D] source of a head transpose (onnx.Transpose with perm
+/// [0, 2, 1, 3]) producing x, if x is one.
+Value headTransposeSource(Value x) {
+  auto t = x ? x.getDefiningOp<onnx::TransposeOp>() : onnx::TransposeOp();
+  if (!t || !t.getPerm() ||
+      SmallVector<int64_t>(t.getPerm()->begin(), t.getPerm()->end()) !=
+          SmallVector<int64_t>{0, 2, 1, 3})
+    return Value();
+  auto st = dyn_cast<RankedTensorType>(t.getData().getType());
+  return st && st.getRank() == 4 ? t.getData() : Value();
+}
+
+/// The head transpose that is the only user of the output, if any.
+onnx::TransposeOp outputHeadTranspose(Value out) {
+  if (!out.hasOneUse())
+    return {};
+  auto t = dyn_cast<onnx::TransposeOp>(*out.getUsers().begin());
+  if (!t || !t.getPerm() ||
+      SmallVector<int64_t>(t.getPerm()->begin(), t.getPerm()->end()) !=
+          SmallVector<int64_t>{0, 2, 1, 3} ||
+      !isa<RankedTensorType>(t.getType()))
+    return {};
+  return t;
 }
 
 LogicalResult lower(gated::LinearAttentionOp op) {
@@ -647,20 +987,51 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   // The scale is applied to each step's query slice (scaled()), not by a
   // pass over the whole query tensor.
   s.scale = op.getScale().convertToDouble();
-  Value q = l.toF32(op.getQuery());
-  Value k = l.toF32(op.getKey()), v = l.toF32(op.getValue());
-  Value decay = s.decay ? l.toF32(op.getDecay()) : Value();
-  Value beta = s.delta ? l.toF32(op.getBeta()) : Value();
-  Value bsz = l.dim(q, 0), len = l.dim(q, 2);
+  // Inputs that are head transposes of [B, T, H, D] tensors (all of them)
+  // are read from those tensors in place, strided along T: no transposed
+  // copy of the sequence. Likewise the output is written in the order of
+  // the head transpose that consumes it.
+  SmallVector<Value> ins{op.getQuery(), op.getKey(), op.getValue()};
+  if (s.decay)
+    ins.push_back(op.getDecay());
+  if (s.delta)
+    ins.push_back(op.getBeta());
+  s.bthd =
+      llvm::all_of(ins, [](Value x) { return (bool)headTransposeSource(x); });
+  if (s.bthd)
+    for (Value &x : ins)
+      x = headTransposeSource(x);
+  onnx::TransposeOp outT = outputHeadTranspose(op.getOutput());
+  s.outBthd = (bool)outT;
+  Value q = l.toF32(ins[0]);
+  Value k = l.toF32(ins[1]), v = l.toF32(ins[2]);
+  Value decay = s.decay ? l.toF32(ins[3]) : Value();
+  Value beta = s.delta ? l.toF32(ins.back()) : Value();
+  Value bsz = l.dim(q, 0), len = l.dim(q, s.bthd ? 1 : 2);
   Value state0 = op.getInitialState()
                      ? l.toF32(op.getInitialState())
                      : l.zeros({kDyn, s.hkv, s.dk, s.dv}, {bsz});
   OpFoldResult z = b.getIndexAttr(0);
+  // The batch size, static when the query's is (then the results of the
+  // forall and of the scf.if below have static batch dims too, and their
+  // buffers the identity layout the function returns without a copy).
+  int64_t B = cast<RankedTensorType>(q.getType()).getDimSize(0);
+  auto bdyn = [&](ArrayRef<Value> rest) {
+    SmallVector<Value> d;
+    if (B == kDyn)
+      d.push_back(bsz);
+    d.append(rest.begin(), rest.end());
+    return d;
+  };
   // The loops, on inputs of tp tokens in `steps` steps.
+  auto outEmpty = [&](Value tp) {
+    return s.outBthd ? l.empty({B, kDyn, s.hq, s.dv}, bdyn({tp}))
+                     : l.empty({B, s.hq, kDyn, s.dv}, bdyn({tp}));
+  };
   auto emit = [&](Value q, Value k, Value v, Value decay, Value beta, Value tp,
                   Value steps) -> SmallVector<Value> {
-    Value out0 = l.empty({kDyn, s.hq, kDyn, s.dv}, {bsz, tp});
-    Value fstate0 = l.empty({kDyn, s.hkv, s.dk, s.dv}, {bsz});
+    Value out0 = outEmpty(tp);
+    Value fstate0 = l.empty({B, s.hkv, s.dk, s.dv}, bdyn({}));
     // One task per (batch, KV head): an scf.forall whose iteration runs the
     // sequential loop over tokens or chunks on the head's state and writes its
     // query heads' output rows [G, T', Dv] and its final state.
@@ -674,10 +1045,17 @@ LogicalResult lower(gated::LinearAttentionOp op) {
       Value outShared = outer.getRegionIterArgs()[0];
       Value fsShared = outer.getRegionIterArgs()[1];
       Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
-      auto rowsType = RankedTensorType::get({s.group, kDyn, s.dv}, l.f32);
+      // The head's output rows: [G, T', Dv] (or [T', G, Dv]).
+      auto rowsType = s.outBthd
+                          ? RankedTensorType::get({kDyn, s.group, s.dv}, l.f32)
+                          : RankedTensorType::get({s.group, kDyn, s.dv}, l.f32);
       SmallVector<OpFoldResult> rowsOff{bi, hq0, z, z};
       SmallVector<OpFoldResult> rowsSize{
           b.getIndexAttr(1), b.getIndexAttr(s.group), tp, b.getIndexAttr(s.dv)};
+      if (s.outBthd) {
+        std::swap(rowsOff[1], rowsOff[2]);
+        std::swap(rowsSize[1], rowsSize[2]);
+      }
       SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
       Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
                                                   rowsOff, rowsSize, ones);
@@ -690,15 +1068,19 @@ LogicalResult lower(gated::LinearAttentionOp op) {
                           return recurrentStep(l, s, bi, h, t, q, k, v, decay,
                                                beta, it[0], it[1]);
                         });
+      SmallVector<Value> fin(seq.getResults());
+      if (chunked)
+        fin = tailChunk(l, s, bi, steps, len, q, k, v, decay, beta, fin[0],
+                        fin[1], h);
       b.setInsertionPointToStart(outer.getTerminator().getBody());
-      tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(0), outShared,
-                                            rowsOff, rowsSize, ones);
+      tensor::ParallelInsertSliceOp::create(b, loc, fin[0], outShared, rowsOff,
+                                            rowsSize, ones);
       SmallVector<OpFoldResult> stOff{bi, h, z, z};
       SmallVector<OpFoldResult> stSize{b.getIndexAttr(1), b.getIndexAttr(1),
                                        b.getIndexAttr(s.dk),
                                        b.getIndexAttr(s.dv)};
-      tensor::ParallelInsertSliceOp::create(b, loc, seq.getResult(1), fsShared,
-                                            stOff, stSize, ones);
+      tensor::ParallelInsertSliceOp::create(b, loc, fin[1], fsShared, stOff,
+                                            stSize, ones);
     }
     return {outer.getResult(0), outer.getResult(1)};
   };
@@ -706,41 +1088,13 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   if (!chunked) {
     res = emit(q, k, v, decay, beta, len, len);
   } else {
-    // ceil(T / C) chunks; when T is not a multiple of C the inputs are
-    // padded to a whole number of them (a copy), else used as they are.
-    Value C = l.ci(s.chunk);
-    Value steps = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, len, l.ci(s.chunk - 1)), C);
-    Value whole =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                              arith::RemUIOp::create(b, loc, len, C), l.ci(0));
-    SmallVector<Type> types{
-        RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32),
-        RankedTensorType::get({kDyn, s.hkv, s.dk, s.dv}, l.f32)};
-    auto ifOp = scf::IfOp::create(b, loc, types, whole, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, loc, emit(q, k, v, decay, beta, len, steps));
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      Value tp = arith::MulIOp::create(b, loc, steps, C);
-      auto pad = [&](Value x) { return x ? padTokens(l, x, tp, 0.0) : x; };
-      scf::YieldOp::create(
-          b, loc,
-          emit(pad(q), pad(k), pad(v), pad(decay), pad(beta), tp, steps));
-    }
-    res = {ifOp.getResult(0), ifOp.getResult(1)};
+    // floor(T / C) whole chunks read in place; the last T mod C tokens, if
+    // any, by tailChunk in each task.
+    Value steps = arith::DivUIOp::create(b, loc, len, l.ci(s.chunk));
+    res = emit(q, k, v, decay, beta, len, steps);
   }
 
   Value out = res[0];
-  if (chunked) {
-    SmallVector<OpFoldResult> off(4, z);
-    SmallVector<OpFoldResult> sz{bsz, b.getIndexAttr(s.hq), len,
-                                 b.getIndexAttr(s.dv)};
-    SmallVector<OpFoldResult> st(4, b.getIndexAttr(1));
-    auto rt = RankedTensorType::get({kDyn, s.hq, kDyn, s.dv}, l.f32);
-    out = tensor::ExtractSliceOp::create(b, loc, rt, out, off, sz, st);
-  }
   auto finish = [&](Value x, Type want) -> Value {
     auto wt = llvm::cast<RankedTensorType>(want);
     x = l.fromF32(x, wt.getElementType());
@@ -748,9 +1102,14 @@ LogicalResult lower(gated::LinearAttentionOp op) {
       x = tensor::CastOp::create(b, loc, want, x);
     return x;
   };
-  Value o = finish(out, op.getOutput().getType());
   Value fs = finish(res[1], op.getFinalState().getType());
-  op.getOutput().replaceAllUsesWith(o);
+  if (outT) {
+    // The output in [B, T, Hq, Dv] order replaces its head transpose.
+    outT.getResult().replaceAllUsesWith(finish(out, outT.getType()));
+    outT.erase();
+  } else {
+    op.getOutput().replaceAllUsesWith(finish(out, op.getOutput().getType()));
+  }
   op.getFinalState().replaceAllUsesWith(fs);
   op.erase();
   return success();

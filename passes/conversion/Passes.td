@@ -118,9 +118,11 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
     - form = recurrent: one iteration per token (decay the state by
       exp(g_t), delta correction, rank-1 write, read by the query heads of
       the group). The reference form.
-    - form = chunked: the sequence is padded to a multiple of chunk_size C
-      (padding tokens have k = v = 0, log-decay 0 and β = 0, so they leave
-      the state alone) and one iteration per chunk computes: G, the
+    - form = chunked: one iteration per whole chunk of chunk_size C tokens
+      (read in place), then, when C does not divide T, one step on the last
+      T mod C tokens copied into a chunk padded with tokens that have
+      k = v = 0, log-decay 0 and β = 0 (they leave the state alone; their
+      output rows are dropped). Each chunk step computes: G, the
       inclusive cumulative sum of the chunk's log-decays (f32); the
       intra-chunk scores A_ij = Σ_d q_id k_jd exp(G_id − G_jd) for j ≤ i
       (for a scalar decay, (q_i·k_j)·exp(G_i − G_j)); for the delta rules,
@@ -129,7 +131,17 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
       substitution (else U = V); the output scale·((Q ⊙ exp(G)) S + A U);
       the new state exp(G_C) ⊙ S + (K ⊙ exp(G_C − G))ᵀ U. The exponents are
       differences G_i − G_j with i ≥ j, or G itself (a sum from the chunk's
-      start): never −G.
+      start): never −G. The matrix products (Q Kᵀ and K Kᵀ without a
+      per-channel decay, (Q ⊙ exp(G)) S, A U over j ≤ i only, (K ⊙ exp(G)) S,
+      the state update) are register-blocked loops of vector FMAs on tensors
+      (vector.transfer_read/write; 4 rows × 2 vectors of 8 lanes in
+      accumulators through the reduction loop), Kᵀ is transposed by 8 × 8
+      blocks of vector shuffles.
+
+    Inputs that are all head transposes (onnx.Transpose, perm [0, 2, 1, 3])
+    of [B, T, H, D] tensors are read from those tensors in place (strided
+    along T), and an output consumed only by a head transpose is written in
+    [B, T, Hq, Dv] order, replacing it: no transposed copies of the sequence.
 
     Dynamic batch and sequence sizes are supported; head counts and head
     dims must be static (an error otherwise). Run before
@@ -138,7 +150,7 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }
 

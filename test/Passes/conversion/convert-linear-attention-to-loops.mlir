@@ -7,9 +7,14 @@
 // chunk's inclusive cumulative log-decay; the strictly causal UT matrix with
 // exp of a selected (non-positive) difference; the forward substitution;
 // the causal scores; the inter-chunk state update with exp(G_C − G_j).
+// The products with a state or U operand are register-blocked loops of
+// vector FMAs: blocks of 4 rows × one vector of Dv = 6 lanes held in
+// vector accumulators through the loop over the reduced dim.
 // CHECK-LABEL: func.func @chunked
+// floor(T / 16) whole chunks, read in place.
+// CHECK: %[[W:.*]] = arith.divui %{{.*}}, %c16 : index
 // CHECK: scf.forall ({{.*}}) in (2) shared_outs({{.*}}) -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>)
-// CHECK: scf.for {{.*}} -> (tensor<2x?x6xf32>, tensor<8x6xf32>)
+// CHECK: %[[CH:.*]]:2 = scf.for %{{.*}} = %c0 to %[[W]] step %c1 {{.*}} -> (tensor<2x?x6xf32>, tensor<8x6xf32>)
 // Cumulative sum G of the chunk's log-decays.
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<16x8xf32>)
 // CHECK: arith.cmpi ule
@@ -19,6 +24,11 @@
 // CHECK: %[[D:.*]] = arith.subf
 // CHECK: %[[S:.*]] = arith.select %{{.*}}, %[[D]], %{{.*}} : f32
 // CHECK: math.exp %[[S]]
+// (K ⊙ exp(G)) S: [16, 8] × [8, 6], from zero accumulators.
+// CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<16x6xf32>)
+// CHECK: scf.for {{.*}} to %c8 step %c1 iter_args(%{{.*}} = %[[Z:[^,]*]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (vector<6xf32>, vector<6xf32>, vector<6xf32>, vector<6xf32>)
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<6xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<6xf32>, tensor<16x6xf32>
 // Forward substitution, one row of U per iteration.
 // CHECK: scf.for {{.*}} -> (tensor<16x6xf32>)
 // CHECK: arith.subf
@@ -26,13 +36,49 @@
 // Scores of the 2 query heads, causal (j <= i).
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: arith.cmpi ule
+// O = (Q ⊙ exp(G)) S, per query head, written into the output rows.
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
+// CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
+// CHECK: scf.for {{.*}} to %c8 step %c1
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<6xf32>
+// O += A U over the causal part only: row block i0 … i0+3 stops at j = i0+3.
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
+// CHECK: scf.for %[[I0:.*]] = %c0 to %c16 step %c4 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
+// CHECK-COUNT-4: vector.transfer_read {{.*}} : tensor<2x16x6xf32>, vector<6xf32>
+// CHECK: %[[JE:.*]] = arith.addi %[[I0]], %c4 : index
+// CHECK: scf.for %{{.*}} = %c0 to %[[JE]] step %c1
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<6xf32>
 // CHECK: tensor.insert_slice {{.*}} : tensor<2x16x6xf32> into tensor<2x?x6xf32>
+// State: rows scaled by exp(G_C) [8] as they are loaded, + Khᵀ U over the
+// chunk's 16 tokens.
+// CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<8xf32>)
+// CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<8x6xf32>)
+// CHECK-COUNT-4: arith.mulf {{.*}} : vector<6xf32>
+// CHECK: scf.for {{.*}} to %c16 step %c1
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<6xf32>
 // CHECK: scf.yield {{.*}} : tensor<2x?x6xf32>, tensor<8x6xf32>
+// The last T mod 16 tokens: the task's inputs zero-padded to one chunk
+// (only those tokens copied), one more chunk step, its first T mod 16 rows
+// copied into the output rows.
+// CHECK: %[[T0:.*]] = arith.muli %[[W]], %c16 : index
+// CHECK: %[[REM:.*]] = arith.subi %{{.*}}, %[[T0]] : index
+// CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[REM]], %c0 : index
+// CHECK: %[[TL:.*]]:2 = scf.if %[[ANY]] -> (tensor<2x?x6xf32>, tensor<8x6xf32>)
+// CHECK: %[[QT:.*]] = tensor.extract_slice %{{.*}}[0, 0, %[[T0]], 0] [1, 4, %[[REM]], 8]
+// CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<1x4x16x8xf32>
+// CHECK: tensor.insert_slice %[[QT]] into %[[Z]][0, 0, 0, 0] [1, 4, %[[REM]], 8]
+// CHECK: vector.fma
+// CHECK: %[[P:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0] [2, %[[REM]], 6] {{.*}} : tensor<2x16x6xf32> to tensor<2x?x6xf32>
+// CHECK: tensor.insert_slice %[[P]] into %[[CH]]#0[0, %[[T0]], 0] [2, %[[REM]], 6]
+// CHECK: } else {
+// CHECK: scf.yield %[[CH]]#0, %[[CH]]#1
 // CHECK: scf.forall.in_parallel
-// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<2x?x6xf32> into tensor<1x4x?x6xf32>
-// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<8x6xf32> into tensor<1x2x8x6xf32>
-// The padded tokens are dropped from the output.
-// CHECK: tensor.extract_slice {{.*}} to tensor<1x4x?x6xf32>
+// CHECK: tensor.parallel_insert_slice %[[TL]]#0 {{.*}} : tensor<2x?x6xf32> into tensor<1x4x?x6xf32>
+// CHECK: tensor.parallel_insert_slice %[[TL]]#1 {{.*}} : tensor<8x6xf32> into tensor<1x2x8x6xf32>
+// The forall's results are the op's: no copy of the output.
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 // CHECK-NOT: gated.linear_attention
 func.func @chunked(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x6xf32>, %g: tensor<1x2x?x8xf32>, %b: tensor<1x2x?x1xf32>, %s: tensor<1x2x8x6xf32>) -> (tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>) {
   %o, %f = gated.linear_attention gated_delta chunked %q, %k, %v decay(%g : tensor<1x2x?x8xf32>) beta(%b : tensor<1x2x?x1xf32>) state(%s : tensor<1x2x8x6xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x6xf32> -> tensor<1x4x?x6xf32>, tensor<1x2x8x6xf32>
@@ -67,37 +113,74 @@ func.func @dynamic_heads(%q: tensor<1x?x8x4xf32>) -> tensor<1x?x8x4xf32> {
 
 // -----
 
-// Chunked, one log-decay per head: the scores are a dense contraction (no
-// causal select in its body); the causal decay factors exp(G_i − G_j)
-// (0 above the diagonal) [C, C] are computed once per chunk and read by
-// the A·U contraction; exp(G) and exp(G_C − G) once per token, exp(G_C)
-// once per chunk. Each contraction's reduction is unrolled in its body
-// (the reduced dims split into [n/u, u]: Dk 8 by 4, C 16 by 8), by fused
-// multiply-adds.
+// Chunked, one log-decay per head: the scores are a dense product (no
+// causal select in it), 4 rows × 2 vectors of 8 lanes of Q Kᵀ per block
+// (Kᵀ [8, 16] read along its rows); the causal decay factors exp(G_i − G_j)
+// (0 above the diagonal) [C, C] are computed once per chunk and multiply
+// the scores before the A·U product, which stops at each row block's
+// diagonal; exp(G) and exp(G_C − G) once per token, exp(G_C) once per chunk
+// (the state rows' factor, one for all rows: read at index 0).
 // CHECK-LABEL: func.func @chunked_scalar_decay
 // CHECK: scf.for {{.*}} -> (tensor<1x?x6xf32>, tensor<8x6xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x1xf32>)
 // CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<16x1xf32>)
-// CHECK: tensor.expand_shape {{.*}} into tensor<1x16x2x4xf32>
-// CHECK: tensor.expand_shape {{.*}} into tensor<2x4x16xf32>
-// CHECK: %[[SC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<1x16x16xf32>)
+// Kᵀ by 8 × 8 blocks in registers: 8 rows loaded, three rounds of
+// shuffles, 8 columns stored.
+// CHECK: %[[KT:.*]] = scf.for {{.*}} step %c8 iter_args({{.*}}) -> (tensor<8x16xf32>)
+// CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<16x8xf32>, vector<8xf32>
+// CHECK-COUNT-4: vector.shuffle {{.*}} [0, 8, 1, 9, 4, 12, 5, 13]
+// CHECK: vector.shuffle {{.*}} [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x16xf32>
+// CHECK: %[[SC:.*]] = scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<1x16x16xf32>)
+// CHECK: scf.for {{.*}} to %c8 step %c1 {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2: vector.transfer_read %[[KT]]
 // CHECK-NOT: arith.select
-// CHECK-COUNT-4: math.fma
-// CHECK-NEXT: linalg.yield
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<8xf32>
 // CHECK: %[[F:.*]] = linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
 // CHECK: arith.cmpi ule
 // CHECK: math.exp
-// CHECK: tensor.expand_shape %[[SC]] {{.*}} into tensor<1x16x2x8xf32>
-// CHECK: tensor.expand_shape %[[F]] {{.*}} into tensor<16x2x8xf32>
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x6xf32>)
-// CHECK-COUNT-8: math.fma
-// CHECK-NEXT: linalg.yield
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} ins(%[[SC]], %[[F]] : tensor<1x16x16xf32>, tensor<16x16xf32>)
+// CHECK: scf.for
+// CHECK: tensor.extract %[[A]]
+// CHECK: vector.fma {{.*}} : vector<6xf32>
 // CHECK: linalg.map ins(%{{.*}}, %{{.*}} : tensor<16x1xf32>, tensor<16x1xf32>)
 // CHECK: math.exp
-// CHECK: linalg.map { math.exp } ins(%{{.*}} : tensor<1xf32>)
+// CHECK: %[[EL:.*]] = linalg.map { math.exp } ins(%{{.*}} : tensor<1xf32>)
 // CHECK-NOT: math.exp
+// CHECK: tensor.extract %[[EL]][%c0]
 // CHECK: scf.yield {{.*}} : tensor<1x?x6xf32>, tensor<8x6xf32>
 func.func @chunked_scalar_decay(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x6xf32>, %g: tensor<1x2x?x1xf32>) -> (tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>) {
   %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x6xf32> -> tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
   return %o, %f : tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
+}
+
+// -----
+
+// Inputs that are head transposes ([B, T, H, D] -> [B, H, T, D]) are read
+// from their sources in place (each chunk a [16, D] slice strided along T,
+// the query's [16, G, D] slice reordered by the copy that scales it), and
+// the output is written in [B, T, H, D] order in place of the head
+// transpose that consumed it: no transposed copy of the sequence.
+// CHECK-LABEL: func.func @head_transposes
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<1x?x4x8xf32>, %[[K:[^:]*]]: tensor<1x?x2x8xf32>
+// CHECK: scf.forall ({{.*}}) in (2) shared_outs({{.*}}) -> (tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, %{{.*}}, 0] [1, %{{.*}}, 2, 8] {{.*}} to tensor<?x2x8xf32>
+// CHECK: scf.for {{.*}} -> (tensor<?x2x8xf32>, tensor<8x8xf32>)
+// CHECK: tensor.extract_slice %[[K]][0, %[[T0:.*]], %{{.*}}, 0] [1, 16, 1, 8] {{.*}} to tensor<16x8xf32>
+// CHECK: %[[QS:.*]] = tensor.extract_slice %[[Q]][0, %[[T0]], %{{.*}}, 0] [1, 16, 2, 8] {{.*}} to tensor<16x2x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[QS]] : tensor<16x2x8xf32>) outs(%{{.*}} : tensor<2x16x8xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[%[[T0]], 0, 0] [16, 2, 8] {{.*}} to tensor<16x2x8xf32>
+// CHECK: tensor.insert_slice {{.*}} into %{{.*}}[%[[T0]], 0, 0] [16, 2, 8] {{.*}} : tensor<16x2x8xf32> into tensor<?x2x8xf32>
+// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<?x2x8xf32> into tensor<1x?x4x8xf32>
+// CHECK-NOT: linalg.transpose ins(%{{.*}} : tensor<1x
+// CHECK: return %{{.*}}, %{{.*}} : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
+func.func @head_transposes(%q: tensor<1x?x4x8xf32>, %k: tensor<1x?x2x8xf32>, %v: tensor<1x?x2x8xf32>, %g: tensor<1x?x2x1xf32>) -> (tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>) {
+  %qt = "onnx.Transpose"(%q) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x4x8xf32>) -> tensor<1x4x?x8xf32>
+  %kt = "onnx.Transpose"(%k) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x8xf32>) -> tensor<1x2x?x8xf32>
+  %vt = "onnx.Transpose"(%v) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x8xf32>) -> tensor<1x2x?x8xf32>
+  %gt = "onnx.Transpose"(%g) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x1xf32>) -> tensor<1x2x?x1xf32>
+  %o, %f = gated.linear_attention gated chunked %qt, %kt, %vt decay(%gt : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32> -> tensor<1x4x?x8xf32>, tensor<1x2x8x8xf32>
+  %ot = "onnx.Transpose"(%o) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x4x?x8xf32>) -> tensor<1x?x4x8xf32>
+  return %ot, %f : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
 }
