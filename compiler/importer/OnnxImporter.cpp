@@ -104,6 +104,9 @@ private:
   /// CausalConvWithState (ONNX 27, com.microsoft) as the ops of its ONNX
   /// function body.
   LogicalResult importCausalConv(::onnx::NodeProto &n, Location loc);
+  /// com.microsoft.GatedRMSNorm as RMSNormalization over groups of C and
+  /// the gate's activation.
+  LogicalResult importGatedRMSNorm(::onnx::NodeProto &n, Location loc);
   /// Maps the node's outputs to `results` (an output past them or a null
   /// one must be absent).
   LogicalResult mapOutputs(::onnx::NodeProto &n, ArrayRef<Value> results,
@@ -469,6 +472,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
   // ONNX op, as onnxruntime's op schemas document them.
   if (domain == "com.microsoft" && opType == "CausalConvWithState")
     return importCausalConv(n, loc);
+  if (domain == "com.microsoft" && opType == "GatedRMSNorm")
+    return importGatedRMSNorm(n, loc);
   if (domain == "com.microsoft" && opType == "LinearAttention") {
     // LinearAttention-27 plus state_window (W > 0: states of the last W
     // tokens), which gatec does not support.
@@ -635,6 +640,110 @@ LogicalResult GraphImporter::importCausalConv(::onnx::NodeProto &n,
   state->setType(
       RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(1), len}, e));
   return mapOutputs(n, {out, *state}, loc);
+}
+
+/// com.microsoft.GatedRMSNorm (onnxruntime's schema): X [..., H * C],
+/// scale [C], gate like X,
+///   Y = X rsqrt(mean over each group of C (X^2) + epsilon) scale act(gate)
+/// with act = silu (swish) or sigmoid, all in f32: X (reshaped to
+/// [..., H, C] when H > 1) goes through RMSNormalization (stash_type f32),
+/// back to X's shape, times the activated gate, cast back.
+LogicalResult GraphImporter::importGatedRMSNorm(::onnx::NodeProto &n,
+                                                Location loc) {
+  std::string act = "silu";
+  float eps = 1e-5f;
+  for (const auto &a : n.attribute()) {
+    if (a.name() == "activation")
+      act = a.s();
+    else if (a.name() == "epsilon")
+      eps = a.f();
+    else
+      return emitError(loc)
+             << "GatedRMSNorm attribute '" << a.name() << "' is not supported";
+  }
+  if (act != "silu" && act != "swish" && act != "sigmoid")
+    return emitError(loc) << "GatedRMSNorm activation '" << act
+                          << "' is not supported";
+  if (n.input_size() != 3 || n.output_size() != 1)
+    return emitError(loc) << "GatedRMSNorm takes X, scale and gate and gives Y";
+  Value x = lookup(n.input(0)), scale = lookup(n.input(1)),
+        gate = lookup(n.input(2));
+  if (!x || !scale || !gate)
+    return emitError(loc) << "GatedRMSNorm: an input is not defined by any "
+                             "earlier node, graph input or initializer";
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto st = dyn_cast<RankedTensorType>(scale.getType());
+  if (!xt || !st || xt.getRank() < 1 || st.getRank() != 1 || st.isDynamicDim(0))
+    return emitError(loc) << "GatedRMSNorm needs a ranked X and a static 1-D "
+                             "scale";
+  int64_t c = st.getDimSize(0), last = xt.getShape().back();
+  if (last != ShapedType::kDynamic && (c == 0 || last % c))
+    return emitError(loc) << "GatedRMSNorm: X's last dimension " << last
+                          << " is not a multiple of scale's " << c;
+  Type e = xt.getElementType(), f32 = b.getF32Type();
+  auto op1 = [&](StringRef type, ArrayRef<Value> ops,
+                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
+    auto o = createOp(type, ops, attrs, {true}, loc);
+    if (failed(o))
+      return failure();
+    return (*o)->getResult(0);
+  };
+  auto to = [&](Value v, Type t) -> FailureOr<Value> {
+    if (getElementTypeOrSelf(v.getType()) == t)
+      return v;
+    return op1("Cast", {v}, {b.getNamedAttr("to", TypeAttr::get(t))});
+  };
+  auto xf = to(x, f32), sf = to(scale, f32), zf = to(gate, f32);
+  if (failed(xf) || failed(sf) || failed(zf))
+    return failure();
+  Value v = *xf;
+  bool grouped = last != c;
+  FailureOr<Value> shape = failure();
+  if (grouped) { // [..., H, C]
+    shape = op1("Shape", {x});
+    auto lead =
+        op1("Shape", {x}, {b.getNamedAttr("end", b.getI64IntegerAttr(-1))});
+    if (failed(shape) || failed(lead))
+      return failure();
+    auto s4 = op1("Concat", {*lead, constI64({-1, c}, loc)},
+                  {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    if (failed(s4))
+      return failure();
+    auto r = op1("Reshape", {v, *s4});
+    if (failed(r))
+      return failure();
+    v = *r;
+  }
+  auto norm = op1("RMSNormalization", {v, *sf},
+                  {b.getNamedAttr("axis", b.getI64IntegerAttr(-1)),
+                   b.getNamedAttr("epsilon", b.getF32FloatAttr(eps))});
+  if (failed(norm))
+    return failure();
+  v = *norm;
+  if (grouped) {
+    auto r = op1("Reshape", {v, *shape});
+    if (failed(r))
+      return failure();
+    v = *r;
+  }
+  auto sg = op1("Sigmoid", {*zf});
+  if (failed(sg))
+    return failure();
+  Value g = *sg;
+  if (act != "sigmoid") {
+    auto m = op1("Mul", {*zf, *sg});
+    if (failed(m))
+      return failure();
+    g = *m;
+  }
+  auto y = op1("Mul", {v, g});
+  if (failed(y))
+    return failure();
+  auto back = to(*y, e);
+  if (failed(back))
+    return failure();
+  (*back).setType(RankedTensorType::get(xt.getShape(), e));
+  return mapOutputs(n, {*back}, loc);
 }
 
 LogicalResult GraphImporter::importDefaultNode(::onnx::NodeProto &n,

@@ -7,6 +7,7 @@ The ops and their semantics are those of onnxruntime's op schemas
   CausalConvWithState  stateful causal depthwise conv1d (default layout:
                        channels first, ndim 1, no state window), imported as
                        Concat + Conv + activation + Slice
+  GatedRMSNorm         RMSNormalization over groups of C times silu/sigmoid(gate)
   LinearAttention      LinearAttention-27 plus state_window (only 0)
 
 Each case is written as an ONNX backend test directory (model.onnx,
@@ -65,6 +66,19 @@ case("ccws_decode_step_symbolic",  # T = 1 decode with a symbolic batch
 case("ccws_kernel2",
      MS("CausalConvWithState", ["x", "w", "b"], ["y", "st"], activation="silu"),
      {"x": f32(2, 8, 6), "w": f32(8, 1, 2), "b": f32(8)}, ["y", "st"])
+
+
+# --- GatedRMSNorm: X [..., H * C], scale [C], gate like X -----------------------
+case("grms_silu_per_head",
+     MS("GatedRMSNorm", ["x", "s", "z"], ["y"]),
+     {"x": f32(2, 3, 16), "s": f32(8), "z": f32(2, 3, 16)}, ["y"])
+case("grms_sigmoid_whole_row_eps",
+     MS("GatedRMSNorm", ["x", "s", "z"], ["y"], activation="sigmoid", epsilon=1e-3),
+     {"x": f32(4, 12, scale=0.1), "s": f32(12), "z": f32(4, 12)}, ["y"])
+case("grms_swish_symbolic_seq",
+     MS("GatedRMSNorm", ["x", "s", "z"], ["y"], activation="swish"),
+     {"x": f32(1, 5, 32), "s": f32(8), "z": f32(1, 5, 32)}, ["y"],
+     dims={"x": [1, "T", 32], "z": [1, "T", 32]})
 
 
 # --- LinearAttention: [B, T, H*D] packed ----------------------------------------
