@@ -76,21 +76,20 @@ LogicalResult dumpKernels(ModuleOp module, StringRef dir, StringRef gpuArch) {
       llvm::sys::path::append(log, (bin.getName() + ".ptxas.txt").str());
       llvm::sys::path::append(cubin, (bin.getName() + ".cubin").str());
       std::string arch = ("-arch=" + gpuArch).str();
-      SmallVector<StringRef> args = {*ptxas, "-v", arch,     ptx.str(),
-                                     "-o",   cubin.str()};
+      SmallVector<StringRef> args = {*ptxas,    "-v", arch,
+                                     ptx.str(), "-o", cubin.str()};
       std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                               StringRef(log)};
-      int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt,
-                                         redirects);
+      int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);
       auto text = llvm::MemoryBuffer::getFile(log);
       res << "== " << bin.getName() << " (" << gpuArch << ", ptxas exit " << rc
           << ")\n";
       if (text)
         res << (*text)->getBuffer();
       if (rc != 0)
-        result = emitError(loc) << "ptxas rejected kernel module "
-                                << bin.getName() << " for " << gpuArch
-                                << " (see " << log << ")";
+        result = emitError(loc)
+                 << "ptxas rejected kernel module " << bin.getName() << " for "
+                 << gpuArch << " (see " << log << ")";
     }
   });
   return result;

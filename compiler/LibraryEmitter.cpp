@@ -293,9 +293,9 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
          << "], in_data[" << i << "], n))\n      failed = 1;\n  }\n";
     }
     os << "  " << memrefType(r) << " a" << i << ";\n  a" << i
-       << ".allocated = a" << i << ".aligned = "
-       << (cuda ? "dev_in[" : "(void *)in_data[") << i << "];\n  a" << i
-       << ".offset = 0;\n";
+       << ".allocated = a" << i
+       << ".aligned = " << (cuda ? "dev_in[" : "(void *)in_data[") << i
+       << "];\n  a" << i << ".offset = 0;\n";
     if (r) {
       os << "  { int64_t s = 1; for (int k = " << r - 1 << "; k >= 0; --k) { a"
          << i << ".sizes[k] = in_shapes[" << i << "][k]; a" << i
@@ -378,8 +378,8 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
   os << "  return failed;\n}\n\n";
   std::string target = cuda ? ("cuda-" + cudaArch).str() : "cpu-x86_64";
   os << "static const gatec_model_abi gatec_abi = {GATEC_MODEL_ABI_VERSION, "
-     << cString(target) << ", "
-     << sig.inputs.size() << ", " << sig.outputs.size()
+     << cString(target) << ", " << sig.inputs.size() << ", "
+     << sig.outputs.size()
      << ", in_info, out_info, gatec_run};\n\n"
         "GATEC_MODEL_EXPORT const gatec_model_abi *gatec_model_get_abi(void) "
         "{\n"

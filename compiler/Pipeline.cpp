@@ -141,7 +141,8 @@ std::vector<Phase> cudaPhases() {
          d.threads = pipelineOptions().gpuThreads;
          // No canonicalization in between: it would fold one-block loops
          // (the kernels of host ops) into their bodies.
-         pm.addNestedPass<mlir::func::FuncOp>(gpu::createDistributeToThreads(d));
+         pm.addNestedPass<mlir::func::FuncOp>(
+             gpu::createDistributeToThreads(d));
          gpu::MapForallToGpuOptions m;
          m.threads = pipelineOptions().gpuThreads;
          pm.addPass(gpu::createMapForallToGpu(m));
@@ -164,15 +165,17 @@ std::vector<Phase> cudaPhases() {
                  "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)",
              pm);
        }},
-      {"ptx", "kernels as PTX/cubin embedded in the host module (LLVM "
-              "dialect); host code calls the CUDA runtime",
+      {"ptx",
+       "kernels as PTX/cubin embedded in the host module (LLVM "
+       "dialect); host code calls the CUDA runtime",
        [](mlir::OpPassManager &pm) {
          const PipelineOptions &o = pipelineOptions();
          (void)mlir::parsePassPipeline(
              std::string(kHostToLLVM) +
                  "convert-scf-to-cf,arith-expand{include-bf16=true},"
                  "finalize-memref-to-llvm,convert-math-to-llvm,"
-                 "convert-math-to-libm,func.func(gpu-async-region),gpu-to-llvm,convert-to-llvm,"
+                 "convert-math-to-libm,func.func(gpu-async-region),gpu-to-llvm,"
+                 "convert-to-llvm,"
                  "reconcile-unrealized-casts,"
                  "gpu-module-to-binary{format=" +
                  o.gpuFormat + "},canonicalize",

@@ -19,8 +19,7 @@ using namespace mlir;
 using gatec::gpu::bufferRoot;
 
 namespace {
-struct DeviceMemoryPass
-    : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
+struct DeviceMemoryPass : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
   void runOnOperation() override {
     func::FuncOp f = getOperation();
     llvm::DenseSet<Value> device;

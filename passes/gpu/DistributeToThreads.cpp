@@ -12,8 +12,8 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
@@ -64,8 +64,8 @@ bool containsDistributable(Operation *op) {
 }
 
 ArrayAttr threadMapping(MLIRContext *ctx) {
-  return ArrayAttr::get(
-      ctx, {mlir::gpu::GPUThreadMappingAttr::get(ctx, mlir::gpu::MappingId::DimX)});
+  return ArrayAttr::get(ctx, {mlir::gpu::GPUThreadMappingAttr::get(
+                                 ctx, mlir::gpu::MappingId::DimX)});
 }
 
 /// The indices of `map` (an operand's indexing map) at loop ivs `ivs`.
@@ -82,7 +82,8 @@ SmallVector<Value> operandIndices(OpBuilder &b, Location loc, AffineMap map,
       idx.push_back(arith::ConstantIndexOp::create(b, loc, c.getValue()));
       continue;
     }
-    idx.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({k}), ivs));
+    idx.push_back(
+        affine::AffineApplyOp::create(b, loc, map.getSubMap({k}), ivs));
   }
   return idx;
 }
@@ -101,9 +102,10 @@ SmallVector<Value> emitPayload(OpBuilder &b, Location loc, linalg::LinalgOp op,
     }
     if (arg.use_empty())
       continue;
-    map.map(arg, memref::LoadOp::create(
-                     b, loc, in->get(),
-                     operandIndices(b, loc, op.getMatchingIndexingMap(in), ivs)));
+    map.map(arg,
+            memref::LoadOp::create(
+                b, loc, in->get(),
+                operandIndices(b, loc, op.getMatchingIndexingMap(in), ivs)));
   }
   for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
     map.map(op.getMatchingBlockArgument(&init), outs[i]);
@@ -163,10 +165,10 @@ void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
         operandIndices(b, loc, op.getMatchingIndexingMap(&init), ivs));
     Type t = op.getMatchingBlockArgument(&init).getType();
     bool read = !red.empty() || op.payloadUsesValueFromOperand(&init);
-    outs.push_back(read ? memref::LoadOp::create(b, loc, init.get(),
-                                                 outIdx.back())
-                              .getResult()
-                        : ub::PoisonOp::create(b, loc, t).getResult());
+    outs.push_back(
+        read ? memref::LoadOp::create(b, loc, init.get(), outIdx.back())
+                   .getResult()
+             : ub::PoisonOp::create(b, loc, t).getResult());
   }
   // Reductions: one sequential loop per reduction dimension, the outputs
   // carried in registers.
@@ -224,11 +226,10 @@ struct DistributeToThreadsPass
     Value totalV = getValueOrCreateConstantIndexOp(b, loc, total);
     b.setInsertionPointToStart(forall.getBody());
     OpFoldResult linear = b.getIndexAttr(0);
-    for (auto [i, lb, st] : llvm::enumerate(forall.getMixedLowerBound(),
-                                            forall.getMixedStep())) {
+    for (auto [i, lb, st] :
+         llvm::enumerate(forall.getMixedLowerBound(), forall.getMixedStep())) {
       OpFoldResult k = affine::makeComposedFoldedAffineApply(
-          b, loc, (s0 - s1).floorDiv(s2),
-          {forall.getInductionVar(i), lb, st});
+          b, loc, (s0 - s1).floorDiv(s2), {forall.getInductionVar(i), lb, st});
       linear = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1 + s2,
                                                      {linear, counts[i], k});
     }
@@ -274,7 +275,9 @@ struct DistributeToThreadsPass
       }
       Type e = t.getElementType();
       int64_t ebytes =
-          e.isIndex() ? 8 : std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
+          e.isIndex()
+              ? 8
+              : std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
       offsets.push_back(bytes);
       bytes += llvm::alignTo(elems * ebytes, kScratchAlign);
     }
@@ -294,7 +297,8 @@ struct DistributeToThreadsPass
     for (auto [a, off] : llvm::zip(allocs, offsets)) {
       b.setInsertionPoint(a);
       Value shift = arith::AddIOp::create(
-          b, a.getLoc(), base, arith::ConstantIndexOp::create(b, a.getLoc(), off));
+          b, a.getLoc(), base,
+          arith::ConstantIndexOp::create(b, a.getLoc(), off));
       auto view = memref::ViewOp::create(b, a.getLoc(), a.getType(), scratch,
                                          shift, a.getDynamicSizes());
       for (Operation *user : llvm::make_early_inc_range(a->getUsers()))

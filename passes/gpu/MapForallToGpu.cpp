@@ -61,8 +61,7 @@ struct MapForallToGpuPass
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, grid, c0);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
-    auto launch =
-        mlir::gpu::LaunchOp::create(b, loc, grid, c1, c1, nt, c1, c1);
+    auto launch = mlir::gpu::LaunchOp::create(b, loc, grid, c1, c1, nt, c1, c1);
     Block &body = launch.getBody().front();
     b.setInsertionPointToStart(&body);
     Value block = launch.getBlockIds().x;
@@ -74,8 +73,8 @@ struct MapForallToGpuPass
           b, loc, block, counts, /*hasOuterBound=*/true);
       ivs.append(delin.getResults().begin(), delin.getResults().end());
     }
-    for (auto [i, lb, st] : llvm::enumerate(forall.getMixedLowerBound(),
-                                            forall.getMixedStep()))
+    for (auto [i, lb, st] :
+         llvm::enumerate(forall.getMixedLowerBound(), forall.getMixedStep()))
       ivs[i] = getValueOrCreateConstantIndexOp(
           b, loc,
           affine::makeComposedFoldedAffineApply(b, loc, s0 + s1 * s2,

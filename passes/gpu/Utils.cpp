@@ -57,7 +57,8 @@ void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
     op->walk([&](Operation *nested) {
       for (Value v : nested->getOperands())
         if (isa<MemRefType>(v.getType()) &&
-            (!kernel || !kernel->isAncestor(v.getParentRegion()->getParentOp())))
+            (!kernel ||
+             !kernel->isAncestor(v.getParentRegion()->getParentOp())))
           added |= device.insert(bufferRoot(v)).second;
     });
     return added;

@@ -1,10 +1,9 @@
 /*===- dtype.c - Element types, devices, versions ------------------------===*/
-#include <dlfcn.h>
-#include <string.h>
 #include "internal.h"
 
 #include "gatec/model_abi.h"
 
+#include <dlfcn.h>
 #include <string.h>
 
 static const struct {

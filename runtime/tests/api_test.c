@@ -124,10 +124,11 @@ static void test_dtypes_and_status(void) {
   CHECK(strcmp(gatec_device_name(GATEC_DEVICE_CUDA), "cuda") == 0);
   EXPECT_OK(gatec_device_check(GATEC_DEVICE_CPU));
   /* This test runs on machines without a CUDA driver. */
-  EXPECT_STATUS(gatec_device_check(GATEC_DEVICE_CUDA), DEVICE_UNAVAILABLE,
-                "device unavailable: no CUDA driver on this machine (libcuda.so.1: "
-                "cannot open shared object file: No such file or directory); "
-                "the cuda device needs an NVIDIA GPU and its driver");
+  EXPECT_STATUS(
+      gatec_device_check(GATEC_DEVICE_CUDA), DEVICE_UNAVAILABLE,
+      "device unavailable: no CUDA driver on this machine (libcuda.so.1: "
+      "cannot open shared object file: No such file or directory); "
+      "the cuda device needs an NVIDIA GPU and its driver");
   EXPECT_STATUS(gatec_device_check((gatec_device)7), INVALID_ARGUMENT,
                 "unknown device 7");
 }
@@ -277,10 +278,11 @@ static void test_tensors(void) {
   EXPECT_OK(gatec_tensor_wrap(NULL, GATEC_DTYPE_F32, 1, s0, NULL,
                               GATEC_DEVICE_CPU, &t));
   gatec_tensor_destroy(t);
-  EXPECT_STATUS(gatec_tensor_wrap(m, GATEC_DTYPE_F32, 2, s23, NULL,
-                                  GATEC_DEVICE_CUDA, &t),
-                DEVICE_UNAVAILABLE,
-                "device unavailable: tensors live in host memory (a CUDA model "
+  EXPECT_STATUS(
+      gatec_tensor_wrap(m, GATEC_DTYPE_F32, 2, s23, NULL, GATEC_DEVICE_CUDA,
+                        &t),
+      DEVICE_UNAVAILABLE,
+      "device unavailable: tensors live in host memory (a CUDA model "
       "copies its inputs to the GPU and its outputs back); create them on "
       "the cpu");
   EXPECT_STATUS(gatec_tensor_copy_dense(NULL, &t), INVALID_ARGUMENT,
@@ -334,8 +336,8 @@ static void test_load_errors(void) {
       gatec_model_load(model_path("affine.so"), GATEC_DEVICE_CUDA, &m),
       DEVICE_UNAVAILABLE,
       "device unavailable: no CUDA driver on this machine (libcuda.so.1: "
-                "cannot open shared object file: No such file or directory); "
-                "the cuda device needs an NVIDIA GPU and its driver");
+      "cannot open shared object file: No such file or directory); "
+      "the cuda device needs an NVIDIA GPU and its driver");
   const char *other = strcmp(gatec_runtime_cpu_target(), "cpu-x86_64") == 0
                           ? "cpu-aarch64"
                           : "cpu-x86_64";

@@ -71,8 +71,9 @@ Other:
   --benchmark=N               after the run, time N more runs (after
                               --warmup=K untimed ones, default 3) and print
                               min/median/max latency
-  --device=cpu|cuda           the device to run on (default cpu; cuda needs a
-                              runtime built with CUDA support)
+  --device=cpu|cuda           the device to run on (default cpu; cuda: a model
+                              compiled with gatec --target=cuda, on a machine
+                              with an NVIDIA GPU and its driver)
   --onnx-test-dir=DIR         run an ONNX backend test directory: compile
                               DIR/model.onnx with gatec, run every
                               DIR/test_data_set_*/input_*.pb and compare with

@@ -65,11 +65,11 @@ static cl::opt<std::string> emit(
              "object file; the default for -o *.o), none (run and verify the "
              "phases, write nothing)"),
     cl::init(""), cl::cat(gatecCat));
-static cl::opt<std::string> target(
-    "target",
-    cl::desc("Target: cpu (the host CPU, default) or cuda (NVIDIA GPUs: "
-             "phases gpu, nvvm, ptx after tiled)"),
-    cl::init("cpu"), cl::cat(gatecCat));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("Target: cpu (the host CPU, default) or cuda (NVIDIA GPUs: "
+                    "phases gpu, nvvm, ptx after tiled)"),
+           cl::init("cpu"), cl::cat(gatecCat));
 static cl::opt<std::string>
     gpuArch("gpu-arch",
             cl::desc("--target=cuda: the GPU architecture (sm_80, sm_90 "
@@ -262,7 +262,8 @@ int main(int argc, char **argv) {
   }
   if (!dumpKernels.empty() && last < gatec::findPhase("nvvm")) {
     llvm::errs() << "gatec: --dump-kernels needs the phases through 'nvvm' "
-                    "(--compile-to=" << phases[last].name << " stops before)\n";
+                    "(--compile-to="
+                 << phases[last].name << " stops before)\n";
     return 1;
   }
   int first = 0;

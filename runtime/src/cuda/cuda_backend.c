@@ -44,9 +44,9 @@ static struct {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuStreamDestroy)(CUstream);
@@ -147,8 +147,8 @@ static void init_driver(void) {
   CUdevice dev;
   if ((r = cu.cuDeviceGet(&dev, ordinal)) != 0 ||
       (r = cu.cuDevicePrimaryCtxRetain(&context, dev)) != 0) {
-    snprintf(init_error, sizeof(init_error),
-             "cannot open CUDA device %d: %s", ordinal, cu_message(r));
+    snprintf(init_error, sizeof(init_error), "cannot open CUDA device %d: %s",
+             ordinal, cu_message(r));
     return;
   }
 }
@@ -211,17 +211,17 @@ void gatec_cuda_free(void *p) {
 int gatec_cuda_to_device(void *dst, const void *src, size_t bytes) {
   if (!ready())
     return 1;
-  return bytes && !check(cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src,
-                                         bytes),
-                         "copy to the device");
+  return bytes &&
+         !check(cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes),
+                "copy to the device");
 }
 
 int gatec_cuda_to_host(void *dst, const void *src, size_t bytes) {
   if (!ready())
     return 1;
-  return bytes && !check(cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src,
-                                         bytes),
-                         "copy to the host");
+  return bytes &&
+         !check(cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes),
+                "copy to the host");
 }
 
 /*===--- MLIR's mgpu* functions ------------------------------------------===*/
@@ -310,8 +310,8 @@ void mgpuMemFree(void *p, CUstream stream) {
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
   (void)stream;
   if (ready() && bytes)
-    check(cu.cuMemcpy((CUdeviceptr)(uintptr_t)dst,
-                      (CUdeviceptr)(uintptr_t)src, bytes),
+    check(cu.cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
+                      bytes),
           "cuMemcpy");
 }
 

@@ -37,10 +37,28 @@ func.func @buffers(%x: memref<8xf32>) -> memref<8xf32> {
 
 // -----
 
-// The host may not dereference a device buffer.
+// A host read of a device buffer (a shape computed on the device) reads a
+// host copy of it.
+// CHECK-LABEL: func.func @host_reads_device
+// CHECK: %[[H:.*]] = memref.alloc() : memref<8xf32>
+// CHECK: gpu.memcpy %[[H]], %arg0
+// CHECK: %[[V:.*]] = memref.subview %[[H]][2] [2] [1]
+// CHECK: memref.load %[[V]][%{{.*}}]
+// CHECK: memref.dealloc %[[H]]
 func.func @host_reads_device(%x: memref<8xf32>) -> f32 {
   %c0 = arith.constant 0 : index
+  %v = memref.subview %x[2] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: 2>>
+  %r = memref.load %v[%c0] : memref<2xf32, strided<[1], offset: 2>>
+  return %r : f32
+}
+
+// -----
+
+// The host may not write a device buffer.
+func.func @host_writes_device(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
   // expected-error @below {{host code reads or writes a device buffer}}
-  %v = memref.load %x[%c0] : memref<8xf32>
-  return %v : f32
+  memref.store %one, %x[%c0] : memref<8xf32>
+  return
 }
