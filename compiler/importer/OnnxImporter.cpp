@@ -107,6 +107,9 @@ private:
   /// com.microsoft.GatedRMSNorm as RMSNormalization over groups of C and
   /// the gate's activation.
   LogicalResult importGatedRMSNorm(::onnx::NodeProto &n, Location loc);
+  /// com.microsoft.GatedDeltaNet (uniform packing) as LinearAttention-27
+  /// between reshapes of its token-major layout.
+  LogicalResult importGatedDeltaNet(::onnx::NodeProto &n, Location loc);
   /// Maps the node's outputs to `results` (an output past them or a null
   /// one must be absent).
   LogicalResult mapOutputs(::onnx::NodeProto &n, ArrayRef<Value> results,
@@ -472,6 +475,8 @@ LogicalResult GraphImporter::importNode(::onnx::NodeProto &n, int idx) {
   // ONNX op, as onnxruntime's op schemas document them.
   if (domain == "com.microsoft" && opType == "CausalConvWithState")
     return importCausalConv(n, loc);
+  if (domain == "com.microsoft" && opType == "GatedDeltaNet")
+    return importGatedDeltaNet(n, loc);
   if (domain == "com.microsoft" && opType == "GatedRMSNorm")
     return importGatedRMSNorm(n, loc);
   if (domain == "com.microsoft" && opType == "LinearAttention") {
@@ -744,6 +749,209 @@ LogicalResult GraphImporter::importGatedRMSNorm(::onnx::NodeProto &n,
     return failure();
   (*back).setType(RankedTensorType::get(xt.getShape(), e));
   return mapOutputs(n, {*back}, loc);
+}
+
+/// com.microsoft.GatedDeltaNet (onnxruntime's schema) with separate
+/// query/key/value, uniform packing (no cu_seqlens) and num_heads_q =
+/// num_heads_k = num_heads_v:
+///   query/key [N, H, Dk], value [N, H, Dv] with N = B T (B from
+///   initial_state), or [B, T, H, D]; decay [N, H] / [N, H, Dk] (or
+///   [B, T, ...]); beta [N, H]; initial/final state V-major [B, H, Dv, Dk]
+/// becomes LinearAttention-27 on [B, T, H * D] with the state transposed to
+/// [B, H, Dk, Dv]; gate_activation 'softplus' (or 'qwen') computes the
+/// decay as -exp(a_log) softplus(decay + dt_bias) in f32 first, and
+/// beta_activation 'sigmoid' applies a sigmoid to beta. Other forms
+/// (packed QKV, cu_seqlens, inverse GQA, qk_l2_norm, the 'sigmoid' gate,
+/// state capture) are located errors.
+LogicalResult GraphImporter::importGatedDeltaNet(::onnx::NodeProto &n,
+                                                 Location loc) {
+  std::string rule = "gated_delta", gateAct = "none", betaAct = "none";
+  float scale = 0.0f;
+  for (const auto &a : n.attribute()) {
+    StringRef an = a.name();
+    if (an == "update_rule")
+      rule = a.s();
+    else if (an == "gate_activation")
+      gateAct = a.s();
+    else if (an == "beta_activation")
+      betaAct = a.s();
+    else if (an == "scale")
+      scale = a.f();
+    else if (an == "chunk_size" || an == "gate_lower_bound")
+      continue; // a tuning hint; the bound of the unsupported sigmoid gate
+    else if ((an == "qk_l2_norm" || an == "state_update_capacity") &&
+             a.i() == 0)
+      continue;
+    else
+      return emitError(loc) << "GatedDeltaNet attribute '" << an
+                            << "' (other than its default) is not supported";
+  }
+  if (gateAct == "qwen")
+    gateAct = "softplus";
+  if (gateAct != "none" && gateAct != "softplus")
+    return emitError(loc) << "GatedDeltaNet gate_activation '" << gateAct
+                          << "' is not supported";
+  if (betaAct != "none" && betaAct != "sigmoid")
+    return emitError(loc) << "GatedDeltaNet beta_activation '" << betaAct
+                          << "' is not supported";
+  auto in = [&](int i) -> Value {
+    return i < n.input_size() && !n.input(i).empty() ? lookup(n.input(i))
+                                                     : Value();
+  };
+  for (int i = 0; i < n.input_size(); ++i)
+    if (!n.input(i).empty() && !in(i))
+      return emitError(loc) << "input '" << n.input(i)
+                            << "' is not defined by any earlier node, graph "
+                               "input or initializer";
+  Value q = in(0), k = in(1), v = in(2), decay = in(4), beta = in(5),
+        state = in(6), aLog = in(7), dtBias = in(8);
+  if (!q || !k || !v)
+    return emitError(loc) << "GatedDeltaNet with packed QKV (no key and "
+                             "value) is not supported";
+  if (in(3))
+    return emitError(loc) << "GatedDeltaNet with cu_seqlens (ragged "
+                             "packing) is not supported";
+  for (int i = 9; i < n.input_size(); ++i)
+    if (in(i))
+      return emitError(loc) << "GatedDeltaNet state capture inputs are not "
+                               "supported";
+  if (n.output_size() > 2 && !n.output(2).empty())
+    return emitError(loc) << "GatedDeltaNet's state_update output is not "
+                             "supported";
+  auto qt = dyn_cast<RankedTensorType>(q.getType());
+  auto kt = dyn_cast<RankedTensorType>(k.getType());
+  auto vt = dyn_cast<RankedTensorType>(v.getType());
+  if (!qt || !kt || !vt || qt.getRank() != kt.getRank() ||
+      qt.getRank() != vt.getRank() || (qt.getRank() != 3 && qt.getRank() != 4))
+    return emitError(loc) << "GatedDeltaNet: query, key and value must all "
+                             "be [N, H, D] or all [B, T, H, D]";
+  bool tokens = qt.getRank() == 3; // [N, H, D]
+  int64_t r = qt.getRank();
+  int64_t h = qt.getDimSize(r - 2), dk = qt.getDimSize(r - 1),
+          dv = vt.getDimSize(r - 1);
+  if (ShapedType::isDynamic(h) || ShapedType::isDynamic(dk) ||
+      ShapedType::isDynamic(dv) || kt.getDimSize(r - 2) != h ||
+      vt.getDimSize(r - 2) != h || kt.getDimSize(r - 1) != dk)
+    return emitError(loc) << "GatedDeltaNet: static heads and head sizes with "
+                             "num_heads_q = num_heads_k = num_heads_v are "
+                             "supported (inverse GQA is not)";
+  if (tokens && !state)
+    return emitError(loc) << "GatedDeltaNet with [N, H, D] inputs needs "
+                             "initial_state (the batch size)";
+  bool gated = rule == "gated" || rule == "gated_delta";
+  bool delta = rule == "delta" || rule == "gated_delta";
+  if ((gated && !decay) || (delta && !beta))
+    return emitError(loc) << "GatedDeltaNet update_rule '" << rule
+                          << "' needs its decay / beta input";
+  if (gateAct == "softplus" && (!aLog || !dtBias))
+    return emitError(loc) << "GatedDeltaNet gate_activation 'softplus' needs "
+                             "a_log and dt_bias";
+  Type f32 = b.getF32Type();
+  auto op1 = [&](StringRef type, ArrayRef<Value> ops,
+                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
+    auto o = createOp(type, ops, attrs, {true}, loc);
+    if (failed(o))
+      return failure();
+    return (*o)->getResult(0);
+  };
+  auto i64 = [&](int64_t x) { return b.getI64IntegerAttr(x); };
+  // [B, T, rest] from a token-major or [B, T, ...] tensor.
+  Value batch;
+  if (tokens) {
+    auto bs = op1("Shape", {state}, {b.getNamedAttr("end", i64(1))});
+    if (failed(bs))
+      return failure();
+    batch = *bs;
+  }
+  auto packed = [&](Value x, int64_t last) -> FailureOr<Value> {
+    if (!tokens)
+      return op1("Reshape", {x, constI64({0, 0, last}, loc)});
+    auto shape = op1("Concat", {batch, constI64({-1, last}, loc)},
+                     {b.getNamedAttr("axis", i64(0))});
+    if (failed(shape))
+      return failure();
+    return op1("Reshape", {x, *shape});
+  };
+  auto q3 = packed(q, h * dk), k3 = packed(k, h * dk), v3 = packed(v, h * dv);
+  if (failed(q3) || failed(k3) || failed(v3))
+    return failure();
+  Value g = none(), bt = none(), s0 = none();
+  if (decay) {
+    auto dt = cast<RankedTensorType>(decay.getType());
+    bool perKey = dt.getRank() == r; // [..., H, Dk]
+    Value d = decay;
+    if (gateAct == "softplus") {
+      if (perKey)
+        return emitError(loc) << "GatedDeltaNet: the softplus gate of a "
+                                 "per-key decay is not supported";
+      auto cast32 = [&](Value x) -> FailureOr<Value> {
+        if (getElementTypeOrSelf(x.getType()) == f32)
+          return x;
+        return op1("Cast", {x}, {b.getNamedAttr("to", TypeAttr::get(f32))});
+      };
+      auto df = cast32(d), ab = cast32(dtBias), al = cast32(aLog);
+      if (failed(df) || failed(ab) || failed(al))
+        return failure();
+      auto sum = op1("Add", {*df, *ab});
+      auto sp = succeeded(sum) ? op1("Softplus", {*sum}) : sum;
+      auto ea = op1("Exp", {*al});
+      auto na = succeeded(ea) ? op1("Neg", {*ea}) : ea;
+      if (failed(sp) || failed(na))
+        return failure();
+      auto gv = op1("Mul", {*na, *sp});
+      if (failed(gv))
+        return failure();
+      d = *gv;
+      if (getElementTypeOrSelf(d.getType()) != qt.getElementType()) {
+        auto c =
+            op1("Cast", {d},
+                {b.getNamedAttr("to", TypeAttr::get(qt.getElementType()))});
+        if (failed(c))
+          return failure();
+        d = *c;
+      }
+    }
+    auto g3 = packed(d, perKey ? h * dk : h);
+    if (failed(g3))
+      return failure();
+    g = *g3;
+  }
+  if (beta) {
+    Value x = beta;
+    if (betaAct == "sigmoid") {
+      auto sg = op1("Sigmoid", {x});
+      if (failed(sg))
+        return failure();
+      x = *sg;
+    }
+    auto b3 = packed(x, h);
+    if (failed(b3))
+      return failure();
+    bt = *b3;
+  }
+  auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+  if (state) {
+    auto st = op1("Transpose", {state}, {perm});
+    if (failed(st))
+      return failure();
+    s0 = *st;
+  }
+  SmallVector<NamedAttribute> attrs{
+      b.getNamedAttr("q_num_heads", i64(h)),
+      b.getNamedAttr("kv_num_heads", i64(h)),
+      b.getNamedAttr("update_rule", b.getStringAttr(rule)),
+      b.getNamedAttr("scale", b.getF32FloatAttr(scale))};
+  auto la = createOp("LinearAttention", {*q3, *k3, *v3, s0, g, bt}, attrs,
+                     {true, true}, loc);
+  if (failed(la))
+    return failure();
+  Value y = (*la)->getResult(0), fs = (*la)->getResult(1);
+  auto yr = tokens ? op1("Reshape", {y, constI64({-1, h, dv}, loc)})
+                   : op1("Reshape", {y, constI64({0, 0, h, dv}, loc)});
+  auto fst = op1("Transpose", {fs}, {perm});
+  if (failed(yr) || failed(fst))
+    return failure();
+  return mapOutputs(n, {*yr, *fst}, loc);
 }
 
 LogicalResult GraphImporter::importDefaultNode(::onnx::NodeProto &n,

@@ -9,6 +9,9 @@ The ops and their semantics are those of onnxruntime's op schemas
                        Concat + Conv + activation + Slice
   GatedRMSNorm         RMSNormalization over groups of C times silu/sigmoid(gate)
   LinearAttention      LinearAttention-27 plus state_window (only 0)
+  GatedDeltaNet        uniform packing, separate Q/K/V, equal head counts:
+                       LinearAttention-27 between reshapes, the softplus gate
+                       and sigmoid beta computed first
 
 Each case is written as an ONNX backend test directory (model.onnx,
 test_data_set_0 with random inputs and onnxruntime's outputs) and run with
@@ -112,6 +115,47 @@ la("la_gated_per_key_decay", "gated", 2, 2, 8, 4, decay_per_key=True)
 la("la_delta", "delta", 2, 2, 8, 8)
 la("la_gated_delta_scale", "gated_delta", 2, 2, 16, 8, scale=0.2)
 la("la_gated_delta_state_window0", "gated_delta", 2, 2, 8, 8, t=1, state_window=0)
+
+
+# --- GatedDeltaNet: token-major [N, H, D] (N = B T) or [B, T, H, D] ------------
+def gdn(name, rule, b, t, h, dk, dv, rank4=False, state=True, per_key=False, **attrs):
+    lead = (b, t) if rank4 else (b * t,)
+    k = f32(*lead, h, dk)
+    ins = {"q": f32(*lead, h, dk, scale=0.5), "k": k / np.linalg.norm(k, axis=-1, keepdims=True),
+           "v": f32(*lead, h, dv)}
+    names = ["q", "k", "v", ""]
+    gate = attrs.get("gate_activation", "none")
+    if rule in ("gated", "gated_delta"):
+        ins["g"] = f32(*lead, h) if gate == "softplus" else \
+            -np.abs(f32(*lead, h, *([dk] if per_key else []), scale=0.5)) - 0.05
+        names.append("g")
+    else:
+        names.append("")
+    if rule in ("delta", "gated_delta"):
+        bv = f32(*lead, h)
+        ins["beta"] = bv if attrs.get("beta_activation") == "sigmoid" else 1 / (1 + np.exp(-bv))
+        names.append("beta")
+    else:
+        names.append("")
+    names.append("s" if state else "")
+    if state:
+        ins["s"] = f32(b, h, dv, dk, scale=0.3)
+    if gate == "softplus":
+        ins["a_log"], ins["dt_bias"] = f32(h, scale=0.5), f32(h, scale=0.5)
+        names += ["a_log", "dt_bias"]
+    while names and names[-1] == "":
+        names.pop()
+    ins = {n: np.asarray(a, np.float32) for n, a in ins.items()}
+    case(name, MS("GatedDeltaNet", names, ["y", "fs"], update_rule=rule, **attrs), ins, ["y", "fs"])
+
+
+gdn("gdn_gated_delta_tokens", "gated_delta", 2, 5, 2, 8, 8)
+gdn("gdn_softplus_gate_sigmoid_beta", "gated_delta", 2, 4, 4, 8, 16,
+    gate_activation="softplus", beta_activation="sigmoid")
+gdn("gdn_rank4_gated_per_key_no_state", "gated", 2, 3, 2, 8, 4, rank4=True, state=False,
+    per_key=True)
+gdn("gdn_delta_scale", "delta", 1, 6, 2, 16, 8, scale=0.125)
+gdn("gdn_linear_decode", "linear", 3, 1, 2, 8, 8)
 
 
 def build(name, node, inputs, outputs, dims):
