@@ -22,6 +22,9 @@ namespace {
 struct DeviceMemoryPass : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
   void runOnOperation() override {
     func::FuncOp f = getOperation();
+    // Private helpers (dealloc_helper) take host buffers.
+    if (f.isPrivate())
+      return;
     llvm::DenseSet<Value> device;
     for (BlockArgument a : f.getArguments())
       if (isa<MemRefType>(a.getType()))
@@ -101,6 +104,8 @@ struct DeviceMemoryPass : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
     OpBuilder b(&getContext());
     // Deallocation first (of the buffer or of a view of its base).
     f.walk([&](memref::DeallocOp d) {
+      if (d->getParentOfType<mlir::gpu::LaunchOp>())
+        return;
       Value root = bufferRoot(d.getMemref());
       if (!device.contains(root) || !root.getDefiningOp<memref::AllocOp>())
         return;

@@ -324,8 +324,6 @@ struct DistributeToThreadsPass
         distributeLinalg(b, cast<linalg::LinalgOp>(op), threads);
         continue;
       }
-      if (isa<memref::DeallocOp>(op))
-        continue; // of a buffer from outside the block: leave to the host
       if (op.getNumRegions() && containsDistributable(&op)) {
         for (Region &r : op.getRegions())
           for (Block &nested : r)
@@ -351,6 +349,10 @@ struct DistributeToThreadsPass
           << threads;
       return signalPassFailure();
     }
+    // Kernels are formed in the entry points; private helpers (ownership
+    // deallocation's dealloc_helper) run where they are called.
+    if (getOperation().isPrivate())
+      return;
     OpBuilder b(&getContext());
     gatec::gpu::wrapHostOpsOnDeviceBuffers(getOperation());
     SmallVector<scf::ForallOp> kernels = gatec::gpu::blockLoops(getOperation());
@@ -365,7 +367,20 @@ struct DistributeToThreadsPass
         if (failed(scf::forallToForLoop(rewriter, n)))
           return signalPassFailure();
       }
-      if (failed(hoistScratch(b, forall)) ||
+      if (failed(hoistScratch(b, forall)))
+        return signalPassFailure();
+      // Every buffer allocated in the block is now a slice of the scratch
+      // buffer (freed after the loop), and a buffer from outside outlives
+      // the loop: no deallocation belongs in a kernel (ownership-based
+      // deallocation leaves conditional ones on views).
+      forall.walk([](memref::DeallocOp d) { d.erase(); });
+      // With them goes the bookkeeping that decided them (the calls of
+      // ownership-based deallocation's helper; it only computes flags).
+      forall.walk([](func::CallOp call) {
+        if (call.getCallee().starts_with("dealloc_helper"))
+          call.erase();
+      });
+      if (
           failed(distributeBlock(b, *forall.getBody())))
         return signalPassFailure();
     }
