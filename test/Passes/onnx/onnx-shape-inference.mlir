@@ -79,3 +79,22 @@ func.func @causal_mask() -> tensor<*xi1> {
   %m = "onnx.Less"(%row, %col) : (tensor<*xi64>, tensor<*xi64>) -> tensor<*xi1>
   return %m : tensor<*xi1>
 }
+
+// -----
+
+// A Scan body's inputs take the static sizes of the initial state and of
+// each scan input without its scan axis; the body and the Scan's results
+// are refined from them (the scan output is then static apart from its
+// scan axis, as the Scan lowering needs).
+// CHECK-LABEL: func.func @scan_body_inputs
+// CHECK: ^bb0(%{{.*}}: tensor<2x4xf32>, %{{.*}}: tensor<2x4xf32>):
+// CHECK: "onnx.Add"{{.*}} -> tensor<2x4xf32>
+// CHECK: -> (tensor<2x4xf32>, tensor<?x2x4xf32>)
+func.func @scan_body_inputs(%init: tensor<2x4xf32>, %xs: tensor<?x2x4xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %final, %ys = "onnx.Scan"(%init, %xs) ({
+  ^bb0(%s: tensor<2x?xf32>, %x: tensor<?x?xf32>):
+    %n = "onnx.Add"(%s, %x) : (tensor<2x?xf32>, tensor<?x?xf32>) -> tensor<*xf32>
+    onnx.Yield %n, %n : tensor<*xf32>, tensor<*xf32>
+  }) {num_scan_inputs = 1 : i64} : (tensor<2x4xf32>, tensor<?x2x4xf32>) -> (tensor<*xf32>, tensor<*xf32>)
+  return %final, %ys : tensor<*xf32>, tensor<*xf32>
+}
