@@ -136,7 +136,12 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
       the state update) are register-blocked loops of vector FMAs on tensors
       (vector.transfer_read/write; 4 rows × 2 vectors of 8 lanes in
       accumulators through the reduction loop), Kᵀ is transposed by 8 × 8
-      blocks of vector shuffles.
+      blocks of vector shuffles. With a per-channel decay the scores are
+      built by blocks of 4 tokens: one exp per term on the diagonal blocks,
+      and below them a reference-point split exp(G_i − G_j) =
+      exp(G_i − G_r) · exp(G_r − G_j) (r the block's last token, both
+      exponents ≤ 0) that makes each column of blocks a plain product
+      (for C = 16: 100·Dk exps per score matrix instead of 256·Dk).
 
     Inputs that are all head transposes (onnx.Transpose, perm [0, 2, 1, 3])
     of [B, T, H, D] tensors are read from those tensors in place (strided

@@ -5,7 +5,8 @@
 // one batch folds away), each task writing its query heads' rows and its
 // final state; inside, the loop over chunks; the
 // chunk's inclusive cumulative log-decay; the strictly causal UT matrix with
-// exp of a selected (non-positive) difference; the forward substitution;
+// exp of a selected (non-positive) difference (on the diagonal 4 × 4
+// blocks; a reference-point split below them); the forward substitution;
 // the causal scores; the inter-chunk state update with exp(G_C − G_j).
 // The products with a state or U operand are register-blocked loops of
 // vector FMAs: blocks of 4 rows × one vector of Dv = 6 lanes held in
@@ -18,12 +19,22 @@
 // Cumulative sum G of the chunk's log-decays.
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]{{.*}} outs(%{{.*}} : tensor<16x8xf32>)
 // CHECK: arith.cmpi ule
-// M_ij (j < i): exp only of the selected difference G_i − G_j.
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x16xf32>)
+// M_ij (j < i), by blocks of 4 tokens. On the diagonal blocks, exp only of
+// the selected difference G_i − G_j, per term.
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4xf32>)
 // CHECK: arith.cmpi ult
 // CHECK: %[[D:.*]] = arith.subf
 // CHECK: %[[S:.*]] = arith.select %{{.*}}, %[[D]], %{{.*}} : f32
 // CHECK: math.exp %[[S]]
+// CHECK: tensor.insert_slice {{.*}}[0, 0] [4, 4] {{.*}} : tensor<4x4xf32> into tensor<16x16xf32>
+// Below it, the reference point r = 3: k̃_j = k_j ⊙ exp(G_3 − G_j) [4, 8],
+// x̃_i = k_i ⊙ exp(G_i − G_3) for rows 4 … 15, their product.
+// CHECK: linalg.map ins({{.*}} : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: math.exp
+// CHECK: linalg.map ins({{.*}} : tensor<12x8xf32>, tensor<12x8xf32>)
+// CHECK: math.exp
+// CHECK: vector.fma {{.*}} : vector<4xf32>
+// CHECK: tensor.insert_slice {{.*}}[4, 0] [12, 4] {{.*}} : tensor<12x4xf32> into tensor<16x16xf32>
 // (K ⊙ exp(G)) S: [16, 8] × [8, 6], from zero accumulators.
 // CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<16x6xf32>)
 // CHECK: scf.for {{.*}} to %c8 step %c1 iter_args(%{{.*}} = %[[Z:[^,]*]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (vector<6xf32>, vector<6xf32>, vector<6xf32>, vector<6xf32>)
@@ -33,9 +44,11 @@
 // CHECK: scf.for {{.*}} -> (tensor<16x6xf32>)
 // CHECK: arith.subf
 // CHECK: tensor.insert_slice {{.*}} : tensor<6xf32> into tensor<16x6xf32>
-// Scores of the 2 query heads, causal (j <= i).
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16xf32>)
+// Scores of the 2 query heads, causal (j <= i), by the same blocks.
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x4xf32>)
 // CHECK: arith.cmpi ule
+// CHECK: tensor.insert_slice {{.*}} : tensor<2x4x4xf32> into tensor<2x16x16xf32>
+// CHECK: tensor.insert_slice {{.*}}[0, 4, 0] [2, 12, 4] {{.*}} : tensor<2x12x4xf32> into tensor<2x16x16xf32>
 // O = (Q ⊙ exp(G)) S, per query head, written into the output rows.
 // CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
 // CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (tensor<2x16x6xf32>)
