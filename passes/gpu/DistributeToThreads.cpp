@@ -380,8 +380,7 @@ struct DistributeToThreadsPass
         if (call.getCallee().starts_with("dealloc_helper"))
           call.erase();
       });
-      if (
-          failed(distributeBlock(b, *forall.getBody())))
+      if (failed(distributeBlock(b, *forall.getBody())))
         return signalPassFailure();
     }
   }
