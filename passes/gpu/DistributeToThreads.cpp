@@ -212,17 +212,8 @@ struct DistributeToThreadsPass
     Location loc = forall.getLoc();
     AffineExpr s0, s1, s2;
     bindSymbols(b.getContext(), s0, s1, s2);
-    SmallVector<OpFoldResult> counts;
     b.setInsertionPoint(forall);
-    OpFoldResult total = b.getIndexAttr(1);
-    for (auto [lb, ub, st] :
-         llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
-                   forall.getMixedStep())) {
-      counts.push_back(affine::makeComposedFoldedAffineApply(
-          b, loc, (s0 - s1).ceilDiv(s2), {ub, lb, st}));
-      total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
-                                                    {total, counts.back()});
-    }
+    auto [counts, total] = gatec::gpu::iterationCounts(b, forall);
     Value totalV = getValueOrCreateConstantIndexOp(b, loc, total);
     b.setInsertionPointToStart(forall.getBody());
     OpFoldResult linear = b.getIndexAttr(0);

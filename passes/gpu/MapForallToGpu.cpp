@@ -42,16 +42,7 @@ struct MapForallToGpuPass
     b.setInsertionPoint(forall);
     AffineExpr s0, s1, s2;
     bindSymbols(b.getContext(), s0, s1, s2);
-    SmallVector<OpFoldResult> counts;
-    OpFoldResult total = b.getIndexAttr(1);
-    for (auto [lb, ub, st] :
-         llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
-                   forall.getMixedStep())) {
-      counts.push_back(affine::makeComposedFoldedAffineApply(
-          b, loc, (s0 - s1).ceilDiv(s2), {ub, lb, st}));
-      total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
-                                                    {total, counts.back()});
-    }
+    auto [counts, total] = gatec::gpu::iterationCounts(b, forall);
     Value grid = getValueOrCreateConstantIndexOp(b, loc, total);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);

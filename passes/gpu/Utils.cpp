@@ -1,6 +1,7 @@
 //===- Utils.cpp - helpers shared by the GPU mapping passes ---------------===//
 #include "passes/gpu/Utils.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -24,6 +25,24 @@ Value bufferRoot(Value v) {
     break;
   }
   return v;
+}
+
+std::pair<SmallVector<OpFoldResult>, OpFoldResult>
+iterationCounts(OpBuilder &b, scf::ForallOp forall) {
+  Location loc = forall.getLoc();
+  AffineExpr s0, s1, s2;
+  bindSymbols(b.getContext(), s0, s1, s2);
+  SmallVector<OpFoldResult> counts;
+  OpFoldResult total = b.getIndexAttr(1);
+  for (auto [lb, ub, st] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                 forall.getMixedStep())) {
+    counts.push_back(affine::makeComposedFoldedAffineApply(
+        b, loc, (s0 - s1).ceilDiv(s2), {ub, lb, st}));
+    total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
+                                                  {total, counts.back()});
+  }
+  return {counts, total};
 }
 
 bool isThreadLoop(scf::ForallOp forall) {

@@ -16,6 +16,11 @@ mlir::Value bufferRoot(mlir::Value v);
 /// the kernels (one block per iteration).
 llvm::SmallVector<mlir::scf::ForallOp> blockLoops(mlir::func::FuncOp f);
 
+/// The trip count of each dimension of `forall` and their product (built
+/// at the builder's insertion point, which must dominate the loop).
+std::pair<llvm::SmallVector<mlir::OpFoldResult>, mlir::OpFoldResult>
+iterationCounts(mlir::OpBuilder &b, mlir::scf::ForallOp forall);
+
 /// Is `forall` a thread-level loop (mapping #gpu.thread)?
 bool isThreadLoop(mlir::scf::ForallOp forall);
 
