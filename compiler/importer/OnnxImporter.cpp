@@ -136,6 +136,15 @@ private:
                                   ArrayRef<NamedAttribute> attrs,
                                   ArrayRef<bool> present, Location loc,
                                   Region *body = nullptr);
+  /// createOp for an op with one result (the rewrites of contrib ops into
+  /// onnx ops): that result.
+  FailureOr<Value> createSingle(StringRef opType, ArrayRef<Value> operands,
+                                ArrayRef<NamedAttribute> attrs, Location loc) {
+    auto o = createOp(opType, operands, attrs, {true}, loc);
+    if (failed(o))
+      return failure();
+    return (*o)->getResult(0);
+  }
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -579,11 +588,8 @@ LogicalResult GraphImporter::importCausalConv(::onnx::NodeProto &n,
   int64_t c = wt.getDimSize(0), k = wt.getDimSize(2), len = (k - 1) * dil;
   Type e = xt.getElementType();
   auto op1 = [&](StringRef type, ArrayRef<Value> ops,
-                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
-    auto o = createOp(type, ops, attrs, {true}, loc);
-    if (failed(o))
-      return failure();
-    return (*o)->getResult(0);
+                 ArrayRef<NamedAttribute> attrs = {}) {
+    return createSingle(type, ops, attrs, loc);
   };
   if (!past) { // zeros [B, C, len]
     auto bc = op1("Shape", {x},
@@ -687,11 +693,8 @@ LogicalResult GraphImporter::importGatedRMSNorm(::onnx::NodeProto &n,
                           << " is not a multiple of scale's " << c;
   Type e = xt.getElementType(), f32 = b.getF32Type();
   auto op1 = [&](StringRef type, ArrayRef<Value> ops,
-                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
-    auto o = createOp(type, ops, attrs, {true}, loc);
-    if (failed(o))
-      return failure();
-    return (*o)->getResult(0);
+                 ArrayRef<NamedAttribute> attrs = {}) {
+    return createSingle(type, ops, attrs, loc);
   };
   auto to = [&](Value v, Type t) -> FailureOr<Value> {
     if (getElementTypeOrSelf(v.getType()) == t)
@@ -848,11 +851,8 @@ LogicalResult GraphImporter::importGatedDeltaNet(::onnx::NodeProto &n,
                              "a_log and dt_bias";
   Type f32 = b.getF32Type();
   auto op1 = [&](StringRef type, ArrayRef<Value> ops,
-                 ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
-    auto o = createOp(type, ops, attrs, {true}, loc);
-    if (failed(o))
-      return failure();
-    return (*o)->getResult(0);
+                 ArrayRef<NamedAttribute> attrs = {}) {
+    return createSingle(type, ops, attrs, loc);
   };
   auto i64 = [&](int64_t x) { return b.getI64IntegerAttr(x); };
   // [B, T, rest] from a token-major or [B, T, ...] tensor.

@@ -163,8 +163,9 @@ def main():
     with open(os.path.join(here, "OnnxOps.gen.td"), "w") as f:
         f.write(hdr + "\n" + "\n\n".join(tds) + "\n")
     with open(os.path.join(here, "OnnxOpSpecs.inc"), "w") as f:
+        # One entry per line (clang-format would pack the table).
         f.write(hdr + "// {op type, since version, #inputs (-1: variadic), #outputs (-1: variadic)}\n")
-        f.write("\n".join(specs) + "\n")
+        f.write("// clang-format off\n" + "\n".join(specs) + "\n    // clang-format on\n")
 
 
 if __name__ == "__main__":
