@@ -33,6 +33,13 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+enum {
+  CU_STREAM_DEFAULT = 0,
+  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+};
 
 static struct {
   CUresult (*cuInit)(unsigned);
@@ -54,10 +61,19 @@ static struct {
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuMemsetD32)(CUdeviceptr, unsigned, size_t);
   CUresult (*cuCtxSynchronize)(void);
+  /* The stream-ordered allocator (CUDA 11.2 drivers and later; optional). */
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void *);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
 } cu;
+
+/* Whether allocations go through the stream-ordered allocator. */
+static bool stream_ordered_alloc;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char init_error[512];
@@ -119,10 +135,21 @@ static void init_driver(void) {
   LOAD(cuMemFree, "cuMemFree_v2");
   LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
-  LOAD(cuMemcpy, "cuMemcpy");
-  LOAD(cuMemsetD32, "cuMemsetD32_v2");
   LOAD(cuCtxSynchronize, "cuCtxSynchronize");
+  LOAD(cuMemcpyAsync, "cuMemcpyAsync");
+  LOAD(cuMemsetD32Async, "cuMemsetD32Async");
 #undef LOAD
+#define LOAD_OPTIONAL(field, name)                                             \
+  do {                                                                         \
+    void *p = dlsym(h, name);                                                  \
+    memcpy(&cu.field, &p, sizeof(p));                                          \
+  } while (0)
+  LOAD_OPTIONAL(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  LOAD_OPTIONAL(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
+  LOAD_OPTIONAL(cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
+  LOAD_OPTIONAL(cuMemAllocAsync, "cuMemAllocAsync");
+  LOAD_OPTIONAL(cuMemFreeAsync, "cuMemFreeAsync");
+#undef LOAD_OPTIONAL
   CUresult r = cu.cuInit(0);
   if (r != 0) {
     snprintf(init_error, sizeof(init_error), "CUDA initialisation failed: %s",
@@ -151,6 +178,22 @@ static void init_driver(void) {
              ordinal, cu_message(r));
     return;
   }
+  /* Device buffers of a run (intermediates, inputs, outputs) come from the
+   * stream-ordered allocator where the device has it: allocation and free
+   * are queued on the stream, with no device-wide synchronisation (cuMemFree
+   * waits for the whole device). The pool keeps freed memory for the next
+   * run instead of returning it at every synchronisation. */
+  int pools = 0;
+  CUmemoryPool pool = NULL;
+  uint64_t keep = UINT64_MAX;
+  if (cu.cuDeviceGetAttribute && cu.cuDeviceGetDefaultMemPool &&
+      cu.cuMemPoolSetAttribute && cu.cuMemAllocAsync && cu.cuMemFreeAsync &&
+      cu.cuDeviceGetAttribute(
+          &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) == 0 &&
+      pools && cu.cuDeviceGetDefaultMemPool(&pool, dev) == 0 &&
+      cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                               &keep) == 0)
+    stream_ordered_alloc = true;
 }
 
 const char *gatec_cuda_init(void) {
@@ -194,19 +237,36 @@ const char *gatec_cuda_run_error(void) {
   return run_error[0] ? run_error : NULL;
 }
 
-void *gatec_cuda_malloc(size_t bytes) {
-  if (!ready())
-    return NULL;
+/* Device memory in the order of `stream` (NULL: the legacy default stream,
+ * which the model's stream waits for, see mgpuStreamCreate). */
+static void *device_alloc(size_t bytes, CUstream stream) {
   CUdeviceptr p = 0;
-  if (!check(cu.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc"))
+  bytes = bytes ? bytes : 1;
+  if (stream_ordered_alloc) {
+    if (!check(cu.cuMemAllocAsync(&p, bytes, stream), "cuMemAllocAsync"))
+      return NULL;
+  } else if (!check(cu.cuMemAlloc(&p, bytes), "cuMemAlloc")) {
     return NULL;
+  }
   return (void *)(uintptr_t)p;
 }
 
-void gatec_cuda_free(void *p) {
-  if (p && cu.cuMemFree && !init_error[0])
+static void device_free(void *p, CUstream stream) {
+  if (!p || init_error[0] || !cu.cuMemFree)
+    return;
+  if (stream_ordered_alloc)
+    cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)p, stream);
+  else
     cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
 }
+
+void *gatec_cuda_malloc(size_t bytes) {
+  if (!ready())
+    return NULL;
+  return device_alloc(bytes, NULL);
+}
+
+void gatec_cuda_free(void *p) { device_free(p, NULL); }
 
 int gatec_cuda_to_device(void *dst, const void *src, size_t bytes) {
   if (!ready())
@@ -279,15 +339,25 @@ void mgpuLaunchKernel(CUfunction f, intptr_t gx, intptr_t gy, intptr_t gz,
         "kernel launch");
 }
 
+/* One stream per host thread, kept across runs (creating and destroying one
+ * per run costs more than a small model's kernels). It is a blocking stream
+ * (CU_STREAM_DEFAULT): its work is ordered with the legacy default stream,
+ * on which the ABI wrapper's synchronous copies of inputs and outputs run,
+ * so a kernel never starts before its input has landed. Within a run every
+ * launch, copy, allocation and free is queued on it; the run waits once, at
+ * its end (gpu-async-region puts the only mgpuStreamSynchronize there, and
+ * before any host read of a device result). */
+static _Thread_local CUstream thread_stream;
+
 CUstream mgpuStreamCreate(void) {
-  CUstream s = NULL;
-  if (ready())
-    check(cu.cuStreamCreate(&s, 1 /* non-blocking */), "cuStreamCreate");
-  return s;
+  if (!thread_stream && ready())
+    check(cu.cuStreamCreate(&thread_stream, CU_STREAM_DEFAULT),
+          "cuStreamCreate");
+  return thread_stream;
 }
 
 void mgpuStreamDestroy(CUstream s) {
-  if (s && cu.cuStreamDestroy)
+  if (s && s != thread_stream && cu.cuStreamDestroy)
     cu.cuStreamDestroy(s);
 }
 
@@ -297,29 +367,26 @@ void mgpuStreamSynchronize(CUstream s) {
 }
 
 void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool hostShared) {
-  (void)stream;
   (void)hostShared;
-  return gatec_cuda_malloc(bytes);
+  if (!ready())
+    return NULL;
+  return device_alloc(bytes, stream);
 }
 
-void mgpuMemFree(void *p, CUstream stream) {
-  (void)stream;
-  gatec_cuda_free(p);
-}
+void mgpuMemFree(void *p, CUstream stream) { device_free(p, stream); }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
-  (void)stream;
   if (ready() && bytes)
-    check(cu.cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
-                      bytes),
-          "cuMemcpy");
+    check(cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
+                           (CUdeviceptr)(uintptr_t)src, bytes, stream),
+          "cuMemcpyAsync");
 }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, CUstream stream) {
-  (void)stream;
   if (ready() && count)
-    check(cu.cuMemsetD32((CUdeviceptr)(uintptr_t)dst, value, count),
-          "cuMemsetD32");
+    check(
+        cu.cuMemsetD32Async((CUdeviceptr)(uintptr_t)dst, value, count, stream),
+        "cuMemsetD32Async");
 }
 
 void mgpuSetDefaultDevice(int32_t device) { (void)device; }
