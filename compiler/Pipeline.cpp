@@ -150,6 +150,8 @@ std::vector<Phase> cudaPhases() {
          // Outlined first: the canonicalizer would hoist the constants the
          // mapping sank into the kernels back to the host function.
          (void)mlir::parsePassPipeline("gpu-kernel-outlining", pm);
+         pm.addNestedPass<mlir::gpu::GPUModuleOp>(
+             gpu::createAlignWorkgroupMemory());
          pm.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
        }},

@@ -27,6 +27,8 @@ using gatec::gpu::bufferRoot;
 
 namespace {
 constexpr int64_t kScratchAlign = 64;
+/// Outputs one thread computes together in a reduction (outputsPerThread).
+constexpr int64_t kOutputsPerThread = 4;
 
 /// Does `op` (or an op nested in it) write memory other than by allocating?
 bool writesMemory(Operation *op) {
@@ -122,8 +124,31 @@ SmallVector<Value> emitPayload(OpBuilder &b, Location loc, linalg::LinalgOp op,
   return results;
 }
 
+/// How many consecutive outputs along the innermost parallel dimension one
+/// thread computes together in a reduction: the operands that do not vary
+/// along it (the A row of a GEMM) are then loaded once for all of them. 1
+/// where that dimension is not a static multiple of kOutputsPerThread or
+/// the op would keep fewer elements than threads busy.
+int64_t outputsPerThread(linalg::LinalgOp op, ArrayRef<unsigned> par,
+                         ArrayRef<unsigned> red, int64_t threads) {
+  if (red.empty() || par.empty())
+    return 1;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  int64_t inner = sizes[par.back()];
+  if (ShapedType::isDynamic(inner) || inner % kOutputsPerThread != 0)
+    return 1;
+  int64_t total = 1;
+  for (unsigned d : par) {
+    if (ShapedType::isDynamic(sizes[d]))
+      return kOutputsPerThread; // large enough to fill the block
+    total *= sizes[d];
+  }
+  return total / kOutputsPerThread >= threads ? kOutputsPerThread : 1;
+}
+
 /// Replaces linalg op `op` (on buffers) by a thread-level scf.forall of
-/// `threads` threads that cover its parallel iteration space cyclically.
+/// `threads` threads that cover its parallel iteration space cyclically,
+/// in groups of outputsPerThread consecutive elements for reductions.
 void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
   Location loc = op.getLoc();
   b.setInsertionPoint(op);
@@ -132,14 +157,19 @@ void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
   SmallVector<unsigned> par, red;
   for (unsigned d = 0; d < iters.size(); ++d)
     (iters[d] == utils::IteratorType::parallel ? par : red).push_back(d);
+  int64_t group = outputsPerThread(op, par, red, threads);
   SmallVector<OpFoldResult> parSizes;
   OpFoldResult total = b.getIndexAttr(1);
   AffineExpr s0, s1;
   bindSymbols(b.getContext(), s0, s1);
   for (unsigned d : par) {
-    parSizes.push_back(ranges[d].size);
-    total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
-                                                  {total, ranges[d].size});
+    OpFoldResult size = ranges[d].size;
+    if (d == par.back() && group > 1)
+      size = affine::makeComposedFoldedAffineApply(b, loc, s0.floorDiv(group),
+                                                   {size});
+    parSizes.push_back(size);
+    total =
+        affine::makeComposedFoldedAffineApply(b, loc, s0 * s1, {total, size});
   }
   Value totalV = getValueOrCreateConstantIndexOp(b, loc, total);
   Value step = arith::ConstantIndexOp::create(b, loc, threads);
@@ -157,25 +187,51 @@ void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
     for (auto [k, d] : llvm::enumerate(par))
       ivs[d] = delin.getResult(k);
   }
-  // The outputs' values at this element (read once, written once).
+  // The innermost parallel index of each output of the group.
+  SmallVector<Value> innerIvs;
+  if (group == 1) {
+    innerIvs.push_back(par.empty() ? Value() : ivs[par.back()]);
+  } else {
+    AffineExpr d0;
+    bindDims(b.getContext(), d0);
+    for (int64_t j = 0; j < group; ++j)
+      innerIvs.push_back(affine::AffineApplyOp::create(
+          b, loc, AffineMap::get(1, 0, d0 * group + j), ivs[par.back()]));
+  }
+  auto atOutput = [&](int64_t j) {
+    if (!par.empty())
+      ivs[par.back()] = innerIvs[j];
+  };
+  // The outputs' values at these elements (read once, written once).
+  unsigned nInits = op.getNumDpsInits();
   SmallVector<Value> outs;
   SmallVector<SmallVector<Value>> outIdx;
-  for (OpOperand &init : op.getDpsInitsMutable()) {
-    outIdx.push_back(
-        operandIndices(b, loc, op.getMatchingIndexingMap(&init), ivs));
-    Type t = op.getMatchingBlockArgument(&init).getType();
-    bool read = !red.empty() || op.payloadUsesValueFromOperand(&init);
-    outs.push_back(
-        read ? memref::LoadOp::create(b, loc, init.get(), outIdx.back())
-                   .getResult()
-             : ub::PoisonOp::create(b, loc, t).getResult());
+  for (int64_t j = 0; j < group; ++j) {
+    atOutput(j);
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      outIdx.push_back(
+          operandIndices(b, loc, op.getMatchingIndexingMap(&init), ivs));
+      Type t = op.getMatchingBlockArgument(&init).getType();
+      bool read = !red.empty() || op.payloadUsesValueFromOperand(&init);
+      outs.push_back(
+          read ? memref::LoadOp::create(b, loc, init.get(), outIdx.back())
+                     .getResult()
+               : ub::PoisonOp::create(b, loc, t).getResult());
+    }
   }
   // Reductions: one sequential loop per reduction dimension, the outputs
   // carried in registers.
   std::function<SmallVector<Value>(unsigned, ValueRange)> reduce =
       [&](unsigned k, ValueRange acc) -> SmallVector<Value> {
-    if (k == red.size())
-      return emitPayload(b, loc, op, ivs, acc);
+    if (k == red.size()) {
+      SmallVector<Value> next;
+      for (int64_t j = 0; j < group; ++j) {
+        atOutput(j);
+        llvm::append_range(
+            next, emitPayload(b, loc, op, ivs, acc.slice(j * nInits, nInits)));
+      }
+      return next;
+    }
     Value lb = getValueOrCreateConstantIndexOp(b, loc, ranges[red[k]].offset);
     Value ub = getValueOrCreateConstantIndexOp(b, loc, ranges[red[k]].size);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -188,8 +244,8 @@ void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
     return SmallVector<Value>(loop.getResults());
   };
   SmallVector<Value> results = reduce(0, outs);
-  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
-    memref::StoreOp::create(b, loc, results[i], init.get(), outIdx[i]);
+  for (auto [i, r] : llvm::enumerate(results))
+    memref::StoreOp::create(b, loc, r, op.getDpsInits()[i % nInits], outIdx[i]);
   op->erase();
 }
 
@@ -227,71 +283,100 @@ struct DistributeToThreadsPass
     return {getValueOrCreateConstantIndexOp(b, loc, linear), totalV};
   }
 
-  /// Scratch buffers of the block as views of one buffer per loop.
+  /// The bytes of scratch buffer `a` (dynamic sizes at their value-bounds
+  /// upper bound), or failure with a located error.
+  FailureOr<int64_t> scratchBytes(memref::AllocOp a) {
+    MemRefType t = a.getType();
+    if (!t.getLayout().isIdentity() || t.getMemorySpace())
+      return a.emitError("scratch buffer with a layout or memory space: "
+                         "not supported by --distribute-to-threads");
+    for (Operation *user : a->getUsers())
+      if (isa<scf::YieldOp, func::ReturnOp, scf::ForallOp>(user) ||
+          (isa<memref::StoreOp>(user) &&
+           cast<memref::StoreOp>(user).getValueToStore() == a))
+        return a.emitError("scratch buffer escapes its loop iteration: not "
+                           "supported by --distribute-to-threads");
+    int64_t elems = 1;
+    unsigned dyn = 0;
+    for (int64_t d : t.getShape()) {
+      if (!ShapedType::isDynamic(d)) {
+        elems *= d;
+        continue;
+      }
+      FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+          presburger::BoundType::UB,
+          ValueBoundsConstraintSet::Variable(a.getDynamicSizes()[dyn++]),
+          /*stopCondition=*/nullptr, /*closedUB=*/true);
+      if (failed(bound))
+        return a.emitError("scratch buffer ")
+               << t << " has no constant upper bound on its size: "
+               << "not supported by --distribute-to-threads";
+      elems *= std::max<int64_t>(*bound, 0);
+    }
+    Type e = t.getElementType();
+    int64_t ebytes =
+        e.isIndex() ? 8
+                    : std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
+    return llvm::alignTo(elems * ebytes, kScratchAlign);
+  }
+
+  /// Scratch buffers of the block as views of per-block slices: the first
+  /// ones (in program order) that fit in `sharedMemory` bytes go to a buffer
+  /// marked for workgroup memory, the rest to a global one.
   LogicalResult hoistScratch(OpBuilder &b, scf::ForallOp forall) {
     SmallVector<memref::AllocOp> allocs;
     forall.walk([&](memref::AllocOp a) { allocs.push_back(a); });
     if (allocs.empty())
       return success();
-    SmallVector<int64_t> offsets;
-    int64_t bytes = 0;
+    // Per alloc: which buffer (0 global, 1 workgroup) and the offset in it.
+    SmallVector<std::pair<unsigned, int64_t>> place;
+    int64_t bytes[2] = {0, 0};
+    bool used[2] = {false, false};
     for (memref::AllocOp a : allocs) {
-      MemRefType t = a.getType();
-      if (!t.getLayout().isIdentity() || t.getMemorySpace())
-        return a.emitError("scratch buffer with a layout or memory space: "
-                           "not supported by --distribute-to-threads");
-      for (Operation *user : a->getUsers())
-        if (isa<scf::YieldOp, func::ReturnOp, scf::ForallOp>(user) ||
-            (isa<memref::StoreOp>(user) &&
-             cast<memref::StoreOp>(user).getValueToStore() == a))
-          return a.emitError("scratch buffer escapes its loop iteration: not "
-                             "supported by --distribute-to-threads");
-      int64_t elems = 1;
-      unsigned dyn = 0;
-      for (int64_t d : t.getShape()) {
-        if (!ShapedType::isDynamic(d)) {
-          elems *= d;
-          continue;
-        }
-        FailureOr<int64_t> bound =
-            ValueBoundsConstraintSet::computeConstantBound(
-                presburger::BoundType::UB,
-                ValueBoundsConstraintSet::Variable(a.getDynamicSizes()[dyn++]),
-                /*stopCondition=*/nullptr, /*closedUB=*/true);
-        if (failed(bound))
-          return a.emitError("scratch buffer ")
-                 << t << " has no constant upper bound on its size: "
-                 << "not supported by --distribute-to-threads";
-        elems *= std::max<int64_t>(*bound, 0);
-      }
-      Type e = t.getElementType();
-      int64_t ebytes =
-          e.isIndex()
-              ? 8
-              : std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
-      offsets.push_back(bytes);
-      bytes += llvm::alignTo(elems * ebytes, kScratchAlign);
+      FailureOr<int64_t> n = scratchBytes(a);
+      if (failed(n))
+        return failure();
+      unsigned kind = *n > 0 && bytes[1] + *n <= sharedMemory;
+      place.push_back({kind, bytes[kind]});
+      bytes[kind] += *n;
+      used[kind] = true;
     }
     Location loc = forall.getLoc();
     auto [linear, count] = linearIteration(b, forall);
     // (the builder is now in the loop body, after the linear index)
-    Value perBlock = arith::ConstantIndexOp::create(b, loc, bytes);
-    Value base = arith::MulIOp::create(b, loc, linear, perBlock);
-    b.setInsertionPoint(forall);
-    Value size = arith::MulIOp::create(
-        b, loc, count, arith::ConstantIndexOp::create(b, loc, bytes));
+    OpBuilder::InsertPoint inBody = b.saveInsertionPoint();
+    Value buffer[2], base[2];
     auto i8 = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
-    auto scratch = memref::AllocOp::create(b, loc, i8, ValueRange{size},
+    for (unsigned kind : {0u, 1u}) {
+      if (!used[kind])
+        continue;
+      b.setInsertionPoint(forall);
+      Value size = arith::MulIOp::create(
+          b, loc, count, arith::ConstantIndexOp::create(b, loc, bytes[kind]));
+      auto alloc = memref::AllocOp::create(b, loc, i8, ValueRange{size},
                                            b.getI64IntegerAttr(kScratchAlign));
-    b.setInsertionPointAfter(forall);
-    memref::DeallocOp::create(b, loc, scratch);
-    for (auto [a, off] : llvm::zip(allocs, offsets)) {
+      if (kind == 1)
+        alloc->setAttr(gatec::gpu::kWorkgroupScratchAttr,
+                       b.getI64IntegerAttr(bytes[kind]));
+      buffer[kind] = alloc;
+      b.setInsertionPointAfter(forall);
+      memref::DeallocOp::create(b, loc, alloc);
+      b.restoreInsertionPoint(inBody);
+      base[kind] = arith::MulIOp::create(
+          b, loc, linear, arith::ConstantIndexOp::create(b, loc, bytes[kind]));
+      inBody = b.saveInsertionPoint();
+    }
+    for (auto [a, where] : llvm::zip(allocs, place)) {
+      auto [kind, off] = where;
       b.setInsertionPoint(a);
       Value shift = arith::AddIOp::create(
-          b, a.getLoc(), base,
+          b, a.getLoc(), base[kind],
           arith::ConstantIndexOp::create(b, a.getLoc(), off));
-      auto view = memref::ViewOp::create(b, a.getLoc(), a.getType(), scratch,
-                                         shift, a.getDynamicSizes());
+      auto view = memref::ViewOp::create(
+          b, a.getLoc(), a.getType(), buffer[kind], shift, a.getDynamicSizes());
+      if (kind == 1)
+        view->setAttr(gatec::gpu::kWorkgroupOffsetAttr,
+                      b.getI64IntegerAttr(off));
       for (Operation *user : llvm::make_early_inc_range(a->getUsers()))
         if (isa<memref::DeallocOp>(user))
           user->erase();
@@ -338,6 +423,12 @@ struct DistributeToThreadsPass
       getOperation().emitError("--distribute-to-threads: threads must be in "
                                "1..1024, got ")
           << threads;
+      return signalPassFailure();
+    }
+    if (sharedMemory < 0 || sharedMemory > 49152) {
+      getOperation().emitError("--distribute-to-threads: shared-memory must "
+                               "be in 0..49152 bytes, got ")
+          << sharedMemory;
       return signalPassFailure();
     }
     // Kernels are formed in the entry points; private helpers (ownership

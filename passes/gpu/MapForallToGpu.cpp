@@ -33,6 +33,49 @@ bool sinkIntoKernel(Operation *op) {
          !isa<memref::ViewOp>(op);
 }
 
+/// Views of the block's workgroup scratch buffer (--distribute-to-threads)
+/// as views of a workgroup attribution of `launch`, cast to the generic
+/// address space so their users keep their types (NVPTX infers the shared
+/// space back for the loads and stores). The host buffer is freed of them.
+void useWorkgroupMemory(IRRewriter &b, mlir::gpu::LaunchOp launch) {
+  SmallVector<memref::ViewOp> views;
+  launch.getBody().walk([&](memref::ViewOp v) {
+    if (v->hasAttr(gatec::gpu::kWorkgroupOffsetAttr))
+      views.push_back(v);
+  });
+  if (views.empty())
+    return;
+  auto scratch = views.front().getSource().getDefiningOp<memref::AllocOp>();
+  auto bytes =
+      scratch->getAttrOfType<IntegerAttr>(gatec::gpu::kWorkgroupScratchAttr);
+  auto space = mlir::gpu::AddressSpaceAttr::get(
+      b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  BlockArgument shared = launch.addWorkgroupAttribution(
+      MemRefType::get({bytes.getInt()}, b.getI8Type(),
+                      MemRefLayoutAttrInterface{}, space),
+      scratch.getLoc());
+  for (memref::ViewOp v : views) {
+    b.setInsertionPoint(v);
+    MemRefType t = v.getType();
+    auto offset =
+        v->getAttrOfType<IntegerAttr>(gatec::gpu::kWorkgroupOffsetAttr);
+    auto inShared = memref::ViewOp::create(
+        b, v.getLoc(),
+        MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), space),
+        shared, arith::ConstantIndexOp::create(b, v.getLoc(), offset.getInt()),
+        v.getSizes());
+    b.replaceOpWithNewOp<memref::MemorySpaceCastOp>(v, t, inShared);
+  }
+  // The global buffer is left for the other launches that use it (none:
+  // each block loop has its own), then freed of its last uses.
+  if (llvm::all_of(scratch->getUsers(),
+                   [](Operation *u) { return isa<memref::DeallocOp>(u); })) {
+    for (Operation *u : llvm::make_early_inc_range(scratch->getUsers()))
+      b.eraseOp(u);
+    b.eraseOp(scratch);
+  }
+}
+
 struct MapForallToGpuPass
     : gatec::gpu::impl::MapForallToGpuBase<MapForallToGpuPass> {
   using Base::Base;
@@ -81,6 +124,7 @@ struct MapForallToGpuPass
     body.getOperations().splice(std::prev(body.end()),
                                 loopBody->getOperations());
     forall.erase();
+    useWorkgroupMemory(b, launch);
 
     DiagnosedSilenceableFailure mapped =
         transform::gpu::mapNestedForallToThreadsImpl(

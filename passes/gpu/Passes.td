@@ -32,8 +32,13 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
       one thread (`scf.forall in (1)`);
     * scratch buffers allocated inside the block (`memref.alloc`, dynamic
       sizes bounded by value-bounds analysis) become per-block slices
-      (`memref.view`) of one buffer allocated before the loop, so the block's
-      threads share them.
+      (`memref.view`) of a buffer allocated before the loop, so the block's
+      threads share them. The first ones in program order that fit in
+      `shared-memory` bytes per block take their slices of a second buffer
+      marked `gatec.workgroup_scratch` (its views carry
+      `gatec.workgroup_offset`): --map-forall-to-gpu puts those in the
+      block's shared memory, so a fused producer's tile never leaves the
+      chip. Here both are plain buffers, which the CPU path runs.
 
     The end of each thread-level `scf.forall` is a join of the block's
     threads: a barrier on the GPU, nothing on the CPU, where the output of
@@ -47,6 +52,10 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
   let options = [
     Option<"threads", "threads", "int64_t", "128",
            "threads per block (multiple of 32, at most 1024)">,
+    Option<"sharedMemory", "shared-memory", "int64_t", "49152",
+           "bytes of scratch per block placed in workgroup (shared) memory "
+           "(0: none; 48 KiB is what every CUDA GPU gives a block without "
+           "opting in)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
@@ -96,6 +105,24 @@ def DeviceMemory : Pass<"device-memory", "mlir::func::FuncOp"> {
     dereference a device pointer on the CPU) is reported at the op.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def AlignWorkgroupMemory
+    : Pass<"align-workgroup-memory", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Align the workgroup (shared) memory of outlined kernels";
+  let description = [{
+    Runs after `gpu-kernel-outlining`. Every workgroup attribution of a
+    `gpu.func` gets the `llvm.align` attribute `alignment` (bytes) unless
+    it already has at least that. --map-forall-to-gpu gives a block its
+    shared scratch as one i8 buffer with typed views at 64-byte offsets;
+    the NVVM lowering would declare it `.shared .align 1`, and an f32 or
+    vector access through a view is then misaligned.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "16",
+           "bytes (16: the widest vector access)">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif

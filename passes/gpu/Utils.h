@@ -7,6 +7,12 @@
 
 namespace gatec::gpu {
 
+/// On the scratch buffer --distribute-to-threads allocates for workgroup
+/// (shared) memory: the bytes of one block's slice (i64).
+constexpr llvm::StringLiteral kWorkgroupScratchAttr = "gatec.workgroup_scratch";
+/// On each view of that buffer: its offset in the block's slice (i64).
+constexpr llvm::StringLiteral kWorkgroupOffsetAttr = "gatec.workgroup_offset";
+
 /// The buffer a memref value views: follows subview, expand/collapse_shape,
 /// cast, view and reinterpret_cast back to an allocation, a global or a
 /// block argument.

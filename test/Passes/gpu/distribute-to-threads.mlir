@@ -1,13 +1,15 @@
 // RUN: gatec-opt %s --split-input-file --verify-diagnostics --distribute-to-threads=threads=64 | FileCheck %s
+// RUN: gatec-opt %s --split-input-file --verify-diagnostics --distribute-to-threads="threads=64 shared-memory=128" | FileCheck %s --check-prefix=BUDGET
 
 // A row block of a GEMM with its epilogue, as --tile-and-fuse-linalg leaves
 // it: the block's scratch tile becomes a slice of one buffer per loop (4
-// blocks x 4x8 f32 = 128 bytes each), each linalg op and copy a loop over 64
-// threads, the reduction a register loop per output element.
+// blocks x 4x8 f32 = 128 bytes each), marked for workgroup memory (it fits
+// in the default 48 KiB), each linalg op and copy a loop over 64 threads,
+// the reduction a register loop per output element.
 // CHECK-LABEL: func.func @gemm_rows
-// CHECK: %[[SCRATCH:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// CHECK: %[[SCRATCH:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64, gatec.workgroup_scratch = 128 : i64} : memref<?xi8>
 // CHECK: scf.forall (%[[I:.*]]) = (0) to (16) step (4) {
-// CHECK:   %[[TILE:.*]] = memref.view %[[SCRATCH]][%{{.*}}][] : memref<?xi8> to memref<4x8xf32>
+// CHECK:   %[[TILE:.*]] = memref.view %[[SCRATCH]][%{{.*}}][] {gatec.workgroup_offset = 0 : i64} : memref<?xi8> to memref<4x8xf32>
 // CHECK:   scf.forall (%[[T:.*]]) in (64) {
 // CHECK:     scf.for %{{.*}} = %[[T]] to %{{.*}} step %{{.*}} {
 // CHECK:       memref.store %{{.*}}, %[[TILE]]
@@ -46,6 +48,64 @@ func.func @gemm_rows(%a: memref<16x32xf32>, %w: memref<32x8xf32>,
       linalg.yield %e : f32
     }
     memref.dealloc %tile : memref<4x8xf32>
+  }
+  return
+}
+
+// -----
+
+// A reduction with at least 4 x 64 outputs: each thread computes 4
+// consecutive outputs of the innermost parallel dimension together (the A
+// element is loaded once per k for all four), 4 accumulators in registers.
+// CHECK-LABEL: func.func @gemm_groups
+// CHECK: scf.forall (%[[T:.*]]) in (64) {
+// CHECK:   scf.for %[[E:.*]] = %[[T]] to %c64 step %{{.*}} {
+// CHECK:     %[[G:.*]]:2 = affine.delinearize_index %[[E]] into (16, 4)
+// CHECK:     %[[N0:.*]] = affine.apply #{{.*}}(%[[G]]#1)
+// CHECK:     %[[N1:.*]] = affine.apply #{{.*}}(%[[G]]#1)
+// CHECK:     %[[N2:.*]] = affine.apply #{{.*}}(%[[G]]#1)
+// CHECK:     %[[N3:.*]] = affine.apply #{{.*}}(%[[G]]#1)
+// CHECK:     %{{.*}}:4 = scf.for %[[K:.*]] = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:       memref.load %{{.*}}[%[[G]]#0, %[[K]]]
+// CHECK:       memref.load %{{.*}}[%[[K]], %[[N0]]]
+// CHECK:       memref.load %{{.*}}[%[[K]], %[[N3]]]
+// CHECK:       scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32, f32
+// CHECK:     memref.store %{{.*}}#0, %{{.*}}[%[[G]]#0, %[[N0]]]
+// CHECK:     memref.store %{{.*}}#3, %{{.*}}[%[[G]]#0, %[[N3]]]
+// CHECK: } {mapping = [#gpu.thread<x>]}
+func.func @gemm_groups(%a: memref<16x32xf32>, %w: memref<32x16xf32>,
+                       %out: memref<16x16xf32>) {
+  scf.forall (%i) in (1) {
+    linalg.matmul ins(%a, %w : memref<16x32xf32>, memref<32x16xf32>)
+                  outs(%out : memref<16x16xf32>)
+  }
+  return
+}
+
+// -----
+
+// Two 128-byte scratch tiles with 128 bytes of shared memory per block: the
+// first (in program order) goes to the workgroup buffer, the second to the
+// global one.
+// BUDGET-LABEL: func.func @two_tiles
+// BUDGET-DAG: %[[GLOBAL:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// BUDGET-DAG: %[[SHARED:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64, gatec.workgroup_scratch = 128 : i64} : memref<?xi8>
+// BUDGET: scf.forall
+// BUDGET:   memref.view %[[SHARED]][%{{.*}}][] {gatec.workgroup_offset = 0 : i64} : memref<?xi8> to memref<4x8xf32>
+// BUDGET:   memref.view %[[GLOBAL]][%{{.*}}][] : memref<?xi8> to memref<4x8xf32>
+// BUDGET-DAG: memref.dealloc %[[SHARED]]
+// BUDGET-DAG: memref.dealloc %[[GLOBAL]]
+func.func @two_tiles(%x: memref<8x8xf32>, %out: memref<8x8xf32>) {
+  scf.forall (%i) = (0) to (8) step (4) {
+    %xs = memref.subview %x[%i, 0] [4, 8] [1, 1]
+        : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: ?>>
+    %a = memref.alloc() : memref<4x8xf32>
+    memref.copy %xs, %a : memref<4x8xf32, strided<[8, 1], offset: ?>> to memref<4x8xf32>
+    %b = memref.alloc() : memref<4x8xf32>
+    memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
+    %os = memref.subview %out[%i, 0] [4, 8] [1, 1]
+        : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: ?>>
+    memref.copy %b, %os : memref<4x8xf32> to memref<4x8xf32, strided<[8, 1], offset: ?>>
   }
   return
 }

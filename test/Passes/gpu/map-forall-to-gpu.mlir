@@ -43,4 +43,46 @@ module {
     }
     return
   }
+  // The block's slice of the workgroup scratch buffer (as
+  // --distribute-to-threads marks it) becomes a view of a workgroup
+  // attribution of the launch at the slice's offset, cast to the generic
+  // address space for its users; the host buffer is gone.
+  // CHECK-LABEL: func.func @shared_tile
+  // CHECK-NOT: memref.alloc
+  // CHECK: gpu.launch {{.*}} workgroup(%[[WG:.*]] : memref<256xi8, #gpu.address_space<workgroup>>)
+  // CHECK:   %[[V:.*]] = memref.view %[[WG]][%c128{{.*}}][] : memref<256xi8, #gpu.address_space<workgroup>> to memref<32xf32, #gpu.address_space<workgroup>>
+  // CHECK:   %[[G:.*]] = memref.memory_space_cast %[[V]] : memref<32xf32, #gpu.address_space<workgroup>> to memref<32xf32>
+  // CHECK:   memref.store %{{.*}}, %[[G]]
+  // CHECK:   memref.load %[[G]]
+  // CHECK-NOT: memref.dealloc
+  // CHECK: return
+  func.func @shared_tile(%x: memref<4x32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %c1024 = arith.constant 1024 : index
+    %scratch = memref.alloc(%c1024) {alignment = 64 : i64, gatec.workgroup_scratch = 256 : i64} : memref<?xi8>
+    scf.forall (%i) in (4) {
+      %base = arith.muli %i, %c256 : index
+      %off = arith.addi %base, %c128 : index
+      %tile = memref.view %scratch[%off][] {gatec.workgroup_offset = 128 : i64} : memref<?xi8> to memref<32xf32>
+      scf.forall (%t) in (64) {
+        scf.for %k = %t to %c32 step %c64 {
+          %a = memref.load %x[%i, %k] : memref<4x32xf32>
+          memref.store %a, %tile[%k] : memref<32xf32>
+        }
+      } {mapping = [#gpu.thread<x>]}
+      scf.forall (%t) in (64) {
+        scf.for %k = %t to %c32 step %c64 {
+          %a = memref.load %tile[%k] : memref<32xf32>
+          %b = arith.addf %a, %a : f32
+          memref.store %b, %x[%i, %k] : memref<4x32xf32>
+        }
+      } {mapping = [#gpu.thread<x>]}
+    }
+    memref.dealloc %scratch : memref<?xi8>
+    return
+  }
 }
