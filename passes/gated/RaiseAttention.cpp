@@ -422,6 +422,82 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
 // G1: the output gate
 //===----------------------------------------------------------------------===//
 
+/// The gated.attention that `attn` becomes with gate logits `g` (head-major
+/// [B, H, T, Dv] or [B, H, T, 1]), or null if it does not verify.
+gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
+                            gated::AttentionOp attn, Value g,
+                            gated::GateActivation act, bool headwise,
+                            bool isMul) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto gated = gated::AttentionOp::create(
+      rewriter, FusedLoc::get(ctx, {attn.getLoc(), loc}), attn.getType(),
+      attn.getQuery(), attn.getKey(), attn.getValue(), attn.getMask(), g,
+      attn.getScaleAttr(), attn.getCausalAttr(),
+      gated::GateActivationAttr::get(ctx, act),
+      gated::GateGranularityAttr::get(
+          ctx, headwise ? gated::GateGranularity::headwise
+                        : gated::GateGranularity::elementwise),
+      gated::GateModeAttr::get(ctx, isMul ? gated::GateMode::multiply
+                                          : gated::GateMode::add));
+  if (failed(mlir::verify(gated, false))) {
+    rewriter.eraseOp(gated);
+    return {};
+  }
+  return gated;
+}
+
+/// G1 applied in the attention's own head-major layout: `op` = attention ⊙
+/// act(z) (or +), the gate [B, H, T, Dv] (elementwise) or [B, H, T, 1]
+/// (headwise), either computed in that layout or transposed into it from
+/// [B, T, H, ·] (Transpose 0,2,1,3 of a Reshape of the activation).
+LogicalResult rewriteHeadMajor(Operation *op, gated::AttentionOp attn, Value b,
+                               bool isMul, PatternRewriter &rewriter) {
+  if (attn.getGate() || !attn->hasOneUse() ||
+      op->getResult(0).getType() != attn.getType())
+    return failure();
+  auto as = shapeOf(attn.getResult());
+  auto bs = shapeOf(b);
+  if (as.size() != 4 || as[1] == kDyn || as[3] == kDyn || bs.size() != 4 ||
+      bs[1] != as[1] || bs[2] != as[2] || bs[0] != as[0])
+    return failure();
+  bool headwise = bs[3] == 1 && as[3] != 1;
+  if (!headwise && bs[3] != as[3])
+    return failure();
+  int64_t h = as[1];
+  gated::GateActivation act;
+  Value g;
+  SmallVector<Value> stops = {attn.getResult()};
+  Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  auto tr = def<onnx::TransposeOp>(b);
+  if (tr && permutationOf(tr) == SmallVector<int64_t>{0, 2, 1, 3}) {
+    Value z = gateLogits(tr.getData(), act);
+    if (!z)
+      return failure();
+    stops.push_back(z);
+    SmallVector<Operation *> matched;
+    collectMatched(op->getResult(0), stops, matched);
+    loc = fuseLocs(rewriter.getContext(), matched);
+    Value g4 = reshape(rewriter, loc, z, {0, 0, h, bs[3]});
+    g = transpose(rewriter, loc, g4, {0, 2, 1, 3});
+  } else {
+    Value z = gateLogits(b, act);
+    if (!z || z.getType() != b.getType())
+      return failure();
+    stops.push_back(z);
+    SmallVector<Operation *> matched;
+    collectMatched(op->getResult(0), stops, matched);
+    loc = fuseLocs(rewriter.getContext(), matched);
+    g = z;
+  }
+  gated::AttentionOp gated =
+      withGate(rewriter, loc, attn, g, act, headwise, isMul);
+  if (!gated)
+    return failure();
+  rewriter.replaceOp(op, gated.getResult());
+  return success();
+}
+
 struct G1Gate : RewritePattern {
   G1Gate(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
 
@@ -432,6 +508,11 @@ struct G1Gate : RewritePattern {
     bool isMul = isa<onnx::MulOp>(op);
     for (int side = 0; side < 2; ++side) {
       Value a = op->getOperand(side), b = op->getOperand(1 - side);
+      if (auto direct = def<gated::AttentionOp>(a)) {
+        if (succeeded(rewriteHeadMajor(op, direct, b, isMul, rewriter)))
+          return success();
+        continue;
+      }
       // a = [Reshape to B,T,H·D](Transpose(attention, 0,2,1,3))
       onnx::ReshapeOp flat = def<onnx::ReshapeOp>(a);
       Value t = flat ? flat.getData() : a;
@@ -468,21 +549,10 @@ struct G1Gate : RewritePattern {
       rewriter.setInsertionPoint(op);
       Value g4 = reshape(rewriter, loc, z, {0, 0, h, headwise ? 1 : dv});
       Value g = transpose(rewriter, loc, g4, {0, 2, 1, 3});
-      auto gated = gated::AttentionOp::create(
-          rewriter, FusedLoc::get(getContext(), {attn.getLoc(), loc}),
-          attn.getType(), attn.getQuery(), attn.getKey(), attn.getValue(),
-          attn.getMask(), g, attn.getScaleAttr(), attn.getCausalAttr(),
-          gated::GateActivationAttr::get(getContext(), act),
-          gated::GateGranularityAttr::get(
-              getContext(), headwise ? gated::GateGranularity::headwise
-                                     : gated::GateGranularity::elementwise),
-          gated::GateModeAttr::get(getContext(), isMul
-                                                     ? gated::GateMode::multiply
-                                                     : gated::GateMode::add));
-      if (failed(mlir::verify(gated, false))) {
-        rewriter.eraseOp(gated);
+      gated::AttentionOp gated =
+          withGate(rewriter, loc, attn, g, act, headwise, isMul);
+      if (!gated)
         return failure();
-      }
       Value out = transpose(rewriter, loc, gated.getResult(), {0, 2, 1, 3});
       if (flat)
         out = createOnnx(

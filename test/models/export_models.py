@@ -89,10 +89,12 @@ class GatedSelfAttention(nn.Module):
     per head before the output projection (G1). Elementwise: gate Linear
     d -> H*dh; headwise: d -> H, broadcast over head_dim. The attention is
     written out (matmul, scale, masked_fill with a tril mask, softmax, matmul)
-    unless use_sdpa, which keeps the seed's F.scaled_dot_product_attention."""
+    unless use_sdpa, which keeps the seed's F.scaled_dot_product_attention.
+    head_major applies the gate to the attention output in its [B, H, T, dh]
+    layout, before the heads are transposed back (same maths)."""
 
     def __init__(self, d_model: int, n_heads: int, headwise: bool = False,
-                 use_sdpa: bool = False):
+                 use_sdpa: bool = False, head_major: bool = False):
         super().__init__()
         self.h, self.dh = n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -100,6 +102,7 @@ class GatedSelfAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model, bias=False)
         self.headwise = headwise
         self.use_sdpa = use_sdpa
+        self.head_major = head_major
         init_gate_(self.gate, w_std=1.0 / math.sqrt(d_model), b_std=1.0)
 
     def gate_values(self, x):
@@ -117,9 +120,11 @@ class GatedSelfAttention(nn.Module):
             scores = scores.masked_fill(~causal, float("-inf"))
             probs = torch.softmax(scores, dim=-1)
             y = torch.matmul(probs, v)                       # [B, H, T, dh]
-        y = y.transpose(1, 2)                                # [B, T, H, dh]
         g = torch.sigmoid(self.gate(x))                      # query-dependent
         g = g.view(B, T, self.h, 1) if self.headwise else g.view(B, T, self.h, self.dh)
+        if self.head_major:
+            return self.out((y * g.transpose(1, 2)).transpose(1, 2).reshape(B, T, D))
+        y = y.transpose(1, 2)                                # [B, T, H, dh]
         return self.out((y * g).reshape(B, T, D))
 
 
@@ -313,6 +318,11 @@ MODELS = {
                                64, ("static", "dyn")),
     "sdpa_attn":              (1005, lambda: GatedSelfAttention(32, 4, headwise=False, use_sdpa=True),
                                32, ("static",)),
+    "gated_attn_head_major":  (1006, lambda: GatedSelfAttention(32, 4, headwise=False,
+                                                                use_sdpa=True, head_major=True),
+                               32, ("static", "dyn")),
+    "gated_attn_headwise_head_major": (1007, lambda: GatedSelfAttention(
+        32, 4, headwise=True, head_major=True), 32, ("static",)),
 }
 
 

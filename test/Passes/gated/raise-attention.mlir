@@ -27,6 +27,79 @@ func.func @causal_g1(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tenso
 
 // -----
 
+// G1 in the attention's own [B, H, T, D] layout: a gate computed there
+// (σ(g) with g [B, H, T, D]) becomes the gate operand as it is.
+// CHECK-LABEL: func.func @g1_head_major
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 gate(%arg3 : tensor<1x2x3x4xf32>, sigmoid, elementwise, multiply) {causal, scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.Mul
+// CHECK: return %[[A]]
+func.func @g1_head_major(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %g: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %mask = onnx.Constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %sc = "onnx.Div"(%s, %two) : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = "onnx.Where"(%mask, %ninf, %sc) : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %o = "onnx.Mul"(%sg, %y) : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// A headwise gate computed per token ([B, T, H]) and transposed into the
+// head-major layout ([B, H, T, 1]) before the multiply.
+// CHECK-LABEL: func.func @g1_head_major_headwise
+// CHECK: %[[G4:.*]] = "onnx.Reshape"(%arg3, %{{.*}}) {{.*}} -> tensor<1x3x2x1xf32>
+// CHECK: %[[G:.*]] = "onnx.Transpose"(%[[G4]]) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x3x2x1xf32>) -> tensor<1x2x3x1xf32>
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 gate(%[[G]] : tensor<1x2x3x1xf32>, sigmoid, headwise, multiply) {causal, scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.Mul
+// CHECK: return %[[A]]
+func.func @g1_head_major_headwise(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %g: tensor<1x3x2xf32>) -> tensor<1x2x3x4xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %mask = onnx.Constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %shape = onnx.Constant dense<[1, 3, 2, 1]> : tensor<4xi64>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %sc = "onnx.Div"(%s, %two) : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = "onnx.Where"(%mask, %ninf, %sc) : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+  %sgr = "onnx.Reshape"(%sg, %shape) : (tensor<1x3x2xf32>, tensor<4xi64>) -> tensor<1x3x2x1xf32>
+  %sgt = "onnx.Transpose"(%sgr) {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x1xf32>) -> tensor<1x2x3x1xf32>
+  %o = "onnx.Mul"(%y, %sgt) : (tensor<1x2x3x4xf32>, tensor<1x2x3x1xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Not a G1 gate: σ(g) broadcast over the batch ([1, H, T, D] against a
+// batch of 2) is not a per-query gate of this attention; the Mul stays.
+// CHECK-LABEL: func.func @g1_head_major_batch_broadcast
+// CHECK: gated.attention %arg0, %arg1, %arg2 {causal, scale = 5.000000e-01 : f32}
+// CHECK: "onnx.Mul"
+func.func @g1_head_major_batch_broadcast(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x3x4xf32>, %v: tensor<2x2x3x4xf32>, %g: tensor<1x2x3x4xf32>) -> tensor<2x2x3x4xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %mask = onnx.Constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x3x4xf32>) -> tensor<2x2x4x3xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %sc = "onnx.Div"(%s, %two) : (tensor<2x2x3x3xf32>, tensor<f32>) -> tensor<2x2x3x3xf32>
+  %m = "onnx.Where"(%mask, %ninf, %sc) : (tensor<3x3xi1>, tensor<f32>, tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %p = "onnx.Softmax"(%m) {axis = -1 : i64} : (tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %o = "onnx.Mul"(%y, %sg) : (tensor<2x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %o : tensor<2x2x3x4xf32>
+}
+
+// -----
+
 // A boolean mask that is not causal stays a mask (true = attend, so the
 // masked_fill condition is negated); no scale means scale 1.
 // CHECK-LABEL: func.func @other_mask
