@@ -10,7 +10,7 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
   e2e/<model>.cpu.so     the same model for the CPU (the dry run here)
   e2e/<model>.<k>.*.npy  inputs and onnxruntime's outputs, per run k
   bench/<name>.onnx/.cuda.so/.cpu.so/.npz
-                         the benchmark blocks (bench_modules.py) at
+                         the benchmark blocks (bench_modules.BLOCKS) at
                          d_model 256, exported here with PyTorch (when this
                          Python has torch; else no benchmark), their weights
                          for the PyTorch peers; the inputs at each
@@ -110,17 +110,27 @@ def main():
             sys.path.insert(0, HERE)
             import bench_modules as bm
             seqs = [int(s) for s in args.bench_seq.split(",")]
-            for name in ("bench_gated_attn", "bench_ungated_attn"):
-                m = bm.build(name)
+            for name, spec in bm.BLOCKS.items():
                 b = os.path.join(out, "bench", name)
-                np.savez(b + ".npz", **{k: v.numpy() for k, v in m.state_dict().items()})
-                x = torch.randn(2, 8, bm.D_MODEL)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    torch.onnx.export(m, (x,), b + ".onnx", dynamo=False, opset_version=17,
-                                      input_names=["x"], output_names=["y"],
-                                      dynamic_axes={"x": {0: "batch", 1: "seq"},
-                                                    "y": {0: "batch", 1: "seq"}})
+                if spec["export"] is None:
+                    bm.gla_onnx(b + ".onnx", args.bench_batch)
+                    np.savez(b + ".npz")
+                else:
+                    m = bm.build(name)
+                    np.savez(b + ".npz", **{k: v.numpy() for k, v in m.state_dict().items()})
+                    ins = bm.draw_inputs(name, 2, 8, 0)
+                    # The axes of batch and sequence: where the sizes 11 and 13 land.
+                    axes = {n: {shape(11, 13).index(11): "batch",
+                                shape(11, 13).index(13): "seq"}
+                            for n, shape, _ in spec["inputs"]}
+                    y = m(*(torch.from_numpy(a) for a in ins.values()))
+                    axes["y"] = {0: "batch", (2 if y.dim() == 4 else 1): "seq"}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        torch.onnx.export(m, tuple(torch.from_numpy(a) for a in ins.values()),
+                                          b + ".onnx", dynamo=False, opset_version=17,
+                                          input_names=list(ins), output_names=["y"],
+                                          dynamic_axes=axes)
                 compile_model(args.gatec, b + ".onnx", b + ".cuda.so", cuda)
                 compile_model(args.gatec, b + ".onnx", b + ".cpu.so", [])
                 # Inputs are drawn on the GPU machine from these seeds (numpy's
@@ -129,8 +139,7 @@ def main():
                 manifest["bench"].append({"name": name, "cuda": "bench/%s.cuda.so" % name,
                                           "cpu": "bench/%s.cpu.so" % name,
                                           "weights": "bench/%s.npz" % name,
-                                          "batch": args.bench_batch, "d_model": bm.D_MODEL,
-                                          "heads": bm.HEADS, "inputs": xs})
+                                          "batch": args.bench_batch, "inputs": xs})
                 print("prepared %s" % name, flush=True)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

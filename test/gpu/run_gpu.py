@@ -10,15 +10,21 @@ benchmark peers), from the artifacts directory prepare.py wrote:
    prepared here and must match onnxruntime's outputs (computed at prepare
    time): fp32 max |error| <= tol * (1 + |ref|), tol = 2e-4 (the GPU sums in
    another order and uses libdevice's exp/tanh).
-3. Benchmark (when torch is importable): each block of bench_modules.py at
-   every prepared (batch, seq): gatec-run --benchmark (median; the time
-   includes copying x to the device and y back, as a model library does per
-   run) against PyTorch eager and torch.compile on the same weights and
-   input, timed both with the data already on the device and with the same
-   host<->device copies; the outputs are compared too. Prints ratios
-   (< 1: gatec faster), achieved TFLOP/s and GB/s against the peaks measured
-   in the same run (fp32 GEMM with TF32 off, bf16 GEMM, device-to-device
-   copy), and the gate's overhead (gated / ungated block time).
+3. Benchmark (when torch is importable): each block of
+   bench_modules.BLOCKS (gated and ungated attention blocks, attention alone
+   against torch's SDPA with and without the G1 gate, chunked gated linear
+   attention) at every prepared (batch, seq): gatec-run --benchmark (median;
+   the time includes copying the inputs to the device and the output back,
+   as a model library does per run) against PyTorch eager and torch.compile
+   on the same weights and inputs, timed both with the data already on the
+   device and with the same host<->device copies (the ratios use the
+   latter); the outputs are compared too (max |error| / (1 + |ref|) <=
+   1e-3). bench_gla is also timed against flash-linear-attention's
+   chunk_simple_gla where it is installed. Prints ratios (< 1: gatec
+   faster), achieved TFLOP/s and GB/s against the peaks measured in the same
+   run (fp32 GEMM with TF32 off, bf16 GEMM, device-to-device copy), and the
+   gate's overhead (gated / ungated time, for the block and for attention
+   alone).
 
 --device=cpu runs the same steps on the CPU libraries (the dry run on a
 machine without a GPU: checks the artifacts and the script).
@@ -64,13 +70,6 @@ def e2e(art, man, device):
             print("FAIL %-30s %s" % (m["name"], last[-1] if last else r.returncode), flush=True)
     print("e2e on %s: %d models, %d failures" % (device, len(man["e2e"]), failures))
     return failures
-
-
-def block_flops(b, t, d, h):
-    dh = d // h
-    proj = 2 * b * t * d * (3 * d) + 2 * b * t * d * d * 2  # qkv, gate, out
-    attn = 2 * 2 * b * h * dh * t * (t + 1) / 2             # causal QK^T and PV
-    return proj + attn
 
 
 def bench(art, man, device, runs):
@@ -122,41 +121,46 @@ def bench(art, man, device, runs):
     print(hdr)
     for blk in man["bench"]:
         name = blk["name"]
+        spec = bm.BLOCKS[name]
         m = bm.build(name, for_export=False)
         w = np.load(os.path.join(art, blk["weights"]))
         m.load_state_dict({k: torch.from_numpy(w[k]) for k in w.files}, strict=False)
         m = m.to(dev)
         comp = torch.compile(m)
+        extra, why = spec["extra_peer"]() if "extra_peer" in spec else (None, None)
+        if why:
+            print("%-20s %s" % (name, why))
         wbytes = sum(v.nbytes for v in (w[k] for k in w.files))
         for t, seed in blk["inputs"]:
-            xh = np.random.default_rng(seed).standard_normal(
-                (blk["batch"], t, blk["d_model"])).astype(np.float32)
-            xp = "/tmp/gatec_bench_x_%d.npy" % t
-            np.save(xp, xh)
-            b, d = xh.shape[0], blk["d_model"]
-            r = gatec_run(art, [os.path.join(art, blk[device]), "--input=x=@" + xp,
-                                "--benchmark=%d" % runs, "--output=y=@/tmp/gatec_bench_y.npy"], device)
+            xs = bm.draw_inputs(name, blk["batch"], t, seed)
+            args = [os.path.join(art, blk[device]), "--benchmark=%d" % runs]
+            for n, a in xs.items():
+                np.save("/tmp/gatec_bench_%s_%d.npy" % (n, t), a)
+                args.append("--input=%s=@/tmp/gatec_bench_%s_%d.npy" % (n, n, t))
+            out_name = "output" if spec["export"] is None else "y"
+            args.append("--output=%s=@/tmp/gatec_bench_y.npy" % out_name)
+            r = gatec_run(art, args, device)
             mm = re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr)
             if r.returncode != 0 or not mm:
                 failures += 1
                 print("FAIL %s seq %d: %s" % (name, t, (r.stdout + r.stderr).strip()[-300:]))
                 continue
             g_ms = float(mm.group(1))
-            xt_host = torch.from_numpy(xh)
-            xt = xt_host.to(dev)
-            y_ref = m(xt).cpu().numpy()
+            host = [torch.from_numpy(a) for a in xs.values()]
+            on_dev = [a.to(dev) for a in host]
+            y_ref = m(*on_dev).cpu().numpy()
             y = np.load("/tmp/gatec_bench_y.npy")
             err = float(np.max(np.abs(y - y_ref) / (1 + np.abs(y_ref))))
             if err > 1e-3:
                 failures += 1
                 print("FAIL %s seq %d: output differs from PyTorch's (max scaled error %.2e)"
                       % (name, t, err))
-            e_ms = timed(lambda: m(xt), runs)
-            ec_ms = timed(lambda: m(xt_host.to(dev)).cpu(), runs)
-            c_ms = timed(lambda: comp(xt), runs)
-            cc_ms = timed(lambda: comp(xt_host.to(dev)).cpu(), runs)
-            fl = block_flops(b, t, d, blk["heads"])
-            by = wbytes + 2 * xh.nbytes
+            e_ms = timed(lambda: m(*on_dev), runs)
+            ec_ms = timed(lambda: m(*(a.to(dev) for a in host)).cpu(), runs)
+            c_ms = timed(lambda: comp(*on_dev), runs)
+            cc_ms = timed(lambda: comp(*(a.to(dev) for a in host)).cpu(), runs)
+            fl = spec["flops"](blk["batch"], t)
+            by = wbytes + sum(a.nbytes for a in xs.values()) + y.nbytes
             tf, gbs = fl / g_ms / 1e9, by / g_ms / 1e6
             times[(name, t)] = (g_ms, ec_ms, cc_ms)
             print("%-20s %5d %9.3f %9.3f %9.3f %9.3f %9.3f %6.2f %6.2f %8.2f %8.1f" %
@@ -166,12 +170,25 @@ def bench(art, man, device, runs):
                 print("%-20s %5s achieved %.2f%% of the fp32 GEMM peak, %.3f%% of the copy "
                       "bandwidth; max scaled error vs PyTorch %.1e" %
                       ("", "", 100 * tf / peaks["fp32 GEMM"], 100 * gbs / peaks["copy"], err))
-    for (name, t), (g, e, c) in sorted(times.items()):
-        if name == "bench_gated_attn" and ("bench_ungated_attn", t) in times:
-            ug, ue, uc = times[("bench_ungated_attn", t)]
-            print("gate overhead at seq %d (gated / ungated - 1): gatec %+.1f%%, "
-                  "eager %+.1f%%, torch.compile %+.1f%%" %
-                  (t, 100 * (g / ug - 1), 100 * (e / ue - 1), 100 * (c / uc - 1)))
+            if extra is not None:
+                try:
+                    y_x = extra(*on_dev).float().cpu().numpy()
+                    x_ms = timed(lambda: extra(*on_dev), runs)
+                    xc_ms = timed(lambda: extra(*(a.to(dev) for a in host)).cpu(), runs)
+                    print("%-20s %5d flash-linear-attention %.3f ms (%.3f with copies): "
+                          "gatec / fla %.2f; max scaled difference %.1e" %
+                          (name, t, x_ms, xc_ms, g_ms / xc_ms,
+                           float(np.max(np.abs(y_x - y_ref) / (1 + np.abs(y_ref))))))
+                except Exception as e:  # a peer that cannot run here is reported, not fatal
+                    print("%-20s %5d flash-linear-attention failed: %s" % (name, t, e))
+    for gated, ungated in (("bench_gated_attn", "bench_ungated_attn"),
+                           ("bench_sdpa_gated", "bench_sdpa")):
+        for (name, t), (g, e, c) in sorted(times.items()):
+            if name == gated and (ungated, t) in times:
+                ug, ue, uc = times[(ungated, t)]
+                print("gate overhead, %s at seq %d (gated / ungated - 1): gatec %+.1f%%, "
+                      "eager %+.1f%%, torch.compile %+.1f%%" %
+                      (ungated, t, 100 * (g / ug - 1), 100 * (e / ue - 1), 100 * (c / uc - 1)))
     return failures
 
 
