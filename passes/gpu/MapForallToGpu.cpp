@@ -87,14 +87,12 @@ struct MapForallToGpuPass
     bindSymbols(b.getContext(), s0, s1, s2);
     auto [counts, total] = gatec::gpu::iterationCounts(b, forall);
     Value grid = getValueOrCreateConstantIndexOp(b, loc, total);
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
     Value nt = arith::ConstantIndexOp::create(b, loc, threads);
-    // CUDA rejects an empty grid: skip the launch.
-    Value nonEmpty =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, grid, c0);
-    auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
-    b.setInsertionPointToStart(guard.thenBlock());
+    // An empty grid (a dynamic size of 0) is not guarded here: CUDA rejects
+    // it, and the runtime's mgpuLaunchKernel skips it instead. A guard
+    // (scf.if) would put each launch in its own region, and
+    // gpu-async-region synchronises the stream at the end of every region.
     auto launch = mlir::gpu::LaunchOp::create(b, loc, grid, c1, c1, nt, c1, c1);
     Block &body = launch.getBody().front();
     b.setInsertionPointToStart(&body);

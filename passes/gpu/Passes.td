@@ -74,7 +74,9 @@ def MapForallToGpu : Pass<"map-forall-to-gpu", "mlir::ModuleOp"> {
     and `threads` threads per block; the thread-level `scf.forall`s inside
     are mapped onto `threadIdx.x` by upstream's forall-to-threads mapping,
     predicated when smaller than the block and each followed by
-    `gpu.barrier`. Launches of an empty grid are skipped.
+    `gpu.barrier`. Launches are not guarded against an empty grid (a
+    dynamic size of 0): the runtime skips those, so consecutive launches
+    stay in one region and run asynchronously on one stream.
     Weights (`memref.get_global` of constants) and the views over them are
     recreated inside the kernel, so kernel outlining copies the constant
     into the kernel's module: weights live in device memory, uploaded once

@@ -331,6 +331,11 @@ void mgpuLaunchKernel(CUfunction f, intptr_t gx, intptr_t gy, intptr_t gz,
                       CUstream stream, void **params, void **extra,
                       size_t paramsCount) {
   (void)paramsCount;
+  /* An empty grid (a dynamic size of 0 at run time) has no work; CUDA
+   * would reject it. The compiler does not guard launches (see
+   * --map-forall-to-gpu), so that they stay in one stream-ordered region. */
+  if (gx <= 0 || gy <= 0 || gz <= 0)
+    return;
   if (!f || !ready())
     return;
   check(cu.cuLaunchKernel(f, (unsigned)gx, (unsigned)gy, (unsigned)gz,
