@@ -1,5 +1,5 @@
 //===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
-#include "passes/conversion/BroadcastMap.h"
+#include "passes/conversion/Broadcast.h"
 #include "passes/conversion/GateMath.h"
 #include "passes/conversion/Passes.h"
 
@@ -125,20 +125,31 @@ struct Lowerer {
                     function_ref<Value(OpBuilder &, ValueRange)> body,
                     ArrayRef<bool> rowInputs = {}) {
     int64_t rank = outType.getRank();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(
+          outType.isDynamicDim(d)
+              ? OpFoldResult(dimOf(dimsFrom[d].first, dimsFrom[d].second))
+              : OpFoldResult(b.getIndexAttr(outType.getDimSize(d))));
+    SmallVector<Value> operands;
     SmallVector<AffineMap> maps;
     for (auto [i, in] : llvm::enumerate(ins)) {
       if (i < rowInputs.size() && rowInputs[i]) {
+        operands.push_back(in);
         maps.push_back(b.getMultiDimIdentityMap(rank).dropResult(rank - 1));
         continue;
       }
+      // A gate or weight whose dynamic dim may be 1 at run time.
+      operands.push_back(conversion::broadcastAtRunTime(
+          b, loc, in, outType.getShape(), sizes));
       maps.push_back(conversion::broadcastMap(
           b.getContext(), cast<ShapedType>(in.getType()), outType.getShape()));
     }
     maps.push_back(b.getMultiDimIdentityMap(rank));
     Value init = empty(outType.getShape(), outType.getElementType(), dimsFrom);
     auto g = linalg::GenericOp::create(
-        b, loc, TypeRange{outType}, ins, ValueRange{init}, maps, parallel(rank),
-        [&](OpBuilder &nb, Location, ValueRange args) {
+        b, loc, TypeRange{outType}, operands, ValueRange{init}, maps,
+        parallel(rank), [&](OpBuilder &nb, Location, ValueRange args) {
           Value r = body(nb, args.drop_back());
           linalg::YieldOp::create(nb, loc, r);
         });

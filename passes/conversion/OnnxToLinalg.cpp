@@ -10,7 +10,7 @@
 // the onnx ops erased.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/conversion/BroadcastMap.h"
+#include "passes/conversion/Broadcast.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/onnx/ConstantValues.h"
@@ -516,6 +516,20 @@ struct Lowerer {
         x, y, [](int64_t p, int64_t q) { return std::max(p, q); });
   }
 
+  /// `x` unless it is 1, then `y`: the broadcast of two sizes that are
+  /// equal or one of them 1.
+  OpFoldResult unlessOne(OpFoldResult x, OpFoldResult y) {
+    auto cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+    if (cx)
+      return *cx == 1 ? y : x;
+    if (cy && *cy == 1)
+      return x;
+    Value isOne =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, val(x), val(idx(1)));
+    return OpFoldResult(
+        arith::SelectOp::create(b, isOne, val(y), val(x)).getResult());
+  }
+
   /// Size of dimension i of a ranked tensor.
   OpFoldResult dim(Value t, int64_t i) {
     int64_t s = typeOf(t).getDimSize(i);
@@ -596,37 +610,36 @@ struct Lowerer {
 
   /// The map reading `t` broadcast (numpy rules) to `outShape`: missing
   /// leading dims are dropped, size-1 dims read index 0. A dynamic dim is
-  /// taken to have the output's size.
+  /// read as having the output's size: see broadcastOperand.
   AffineMap broadcastMap(ShapedType t, ArrayRef<int64_t> outShape) {
     return conversion::broadcastMap(b.getContext(), t, outShape);
   }
 
-  /// Sizes of the broadcast of `ins` to `out`: a dynamic output dim takes
-  /// the size of an input that has it dynamic.
+  /// Sizes of the broadcast of `ins` to `out` (ONNX multidirectional).
   SmallVector<OpFoldResult> broadcastSizes(RankedTensorType out,
                                            ValueRange ins) {
-    int64_t rank = out.getRank();
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t d = 0; d < rank; ++d) {
-      OpFoldResult s = idx(out.isDynamicDim(d) ? 1 : out.getDimSize(d));
-      for (Value v : ins) {
-        int64_t i = d - (rank - rankOf(v));
-        if (out.isDynamicDim(d) && i >= 0 && typeOf(v).isDynamicDim(i)) {
-          s = dim(v, i);
-          break;
-        }
-      }
-      sizes.push_back(s);
-    }
-    return sizes;
+    return conversion::broadcastSizes(b, b.getLoc(), out, ins);
+  }
+
+  /// `v` ready to be read through broadcastMap against an output of type
+  /// `out` and sizes `sizes`: dynamic dims that may be 1 while the output's
+  /// is not are broadcast at run time (and checked).
+  Value broadcastOperand(Value v, RankedTensorType out,
+                         ArrayRef<OpFoldResult> sizes) {
+    return conversion::broadcastAtRunTime(b, b.getLoc(), v, out.getShape(),
+                                          sizes);
   }
 
   /// An element-wise op over `ins`, broadcast to `outType`.
   Value elementwise(RankedTensorType outType, ValueRange ins, Body body) {
+    SmallVector<OpFoldResult> sizes = broadcastSizes(outType, ins);
+    SmallVector<Value> operands;
     SmallVector<AffineMap> maps;
-    for (Value v : ins)
+    for (Value v : ins) {
+      operands.push_back(broadcastOperand(v, outType, sizes));
       maps.push_back(broadcastMap(typeOf(v), outType.getShape()));
-    return generic(outType, broadcastSizes(outType, ins), ins, maps, body);
+    }
+    return generic(outType, sizes, operands, maps, body);
   }
 
   /// The map of a tensor that has the dims of a rank-`rank` iteration
@@ -1092,22 +1105,36 @@ LogicalResult lower(onnx::MatMulOp op, Lowerer &l) {
   be.push_back(k);
   if (!bVec)
     be.push_back(l.b.getAffineDimExpr(r - 1));
-  // Result sizes: batch dims from an operand that has them dynamic.
+  // Result sizes: the batch dims broadcast (ONNX multidirectional), then
+  // the matrix dims.
+  int64_t na = std::max<int64_t>(ra - 2, 0), nbb = std::max<int64_t>(rb - 2, 0);
   SmallVector<OpFoldResult> sizes;
   for (int64_t d = 0; d < nb; ++d) {
-    int64_t ia = d - (nb - std::max<int64_t>(ra - 2, 0));
-    int64_t ib = d - (nb - std::max<int64_t>(rb - 2, 0));
-    if (ia >= 0 && at.isDynamicDim(ia))
-      sizes.push_back(l.dim(a, ia));
-    else if (ib >= 0 && bt.isDynamicDim(ib))
-      sizes.push_back(l.dim(bm, ib));
-    else
-      sizes.push_back(l.idx(rt.isDynamicDim(d) ? 1 : rt.getDimSize(d)));
+    SmallVector<std::pair<Value, int64_t>> dims;
+    if (int64_t ia = d - (nb - na); ia >= 0)
+      dims.push_back({a, ia});
+    if (int64_t ib = d - (nb - nbb); ib >= 0)
+      dims.push_back({bm, ib});
+    sizes.push_back(rt.isDynamicDim(d)
+                        ? conversion::broadcastSize(l.b, l.b.getLoc(), dims)
+                        : l.idx(rt.getDimSize(d)));
   }
   if (!aVec)
     sizes.push_back(l.dim(a, ra - 2));
   if (!bVec)
     sizes.push_back(l.dim(bm, rb - 1));
+  // Batch dims that may be 1 while the result's is not: broadcast at run
+  // time (the matrix dims, -1, are not broadcast).
+  auto batchOutDims = [&](int64_t rank, int64_t n) {
+    SmallVector<int64_t> o(rank, -1);
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = nb - n + i;
+    return o;
+  };
+  a = conversion::broadcastDimsAtRunTime(
+      l.b, l.b.getLoc(), a, batchOutDims(ra, na), rt.getShape(), sizes);
+  bm = conversion::broadcastDimsAtRunTime(
+      l.b, l.b.getLoc(), bm, batchOutDims(rb, nbb), rt.getShape(), sizes);
   MLIRContext *ctx = l.b.getContext();
   return l.done(contract(
       l, rt, l.sizesOf(rt, sizes), {a, bm},
@@ -1628,7 +1655,8 @@ Value normApply(Lowerer &l, RankedTensorType rt, ArrayRef<int64_t> axes,
   int64_t r = rt.getRank();
   Type e = rt.getElementType(), acc = accType(e);
   AffineMap row = l.dropMap(r, axes);
-  SmallVector<Value> ins{x, inv, scale};
+  SmallVector<OpFoldResult> sizes = l.dims(x);
+  SmallVector<Value> ins{x, inv, l.broadcastOperand(scale, rt, sizes)};
   SmallVector<AffineMap> maps{l.b.getMultiDimIdentityMap(r), row,
                               l.broadcastMap(l.typeOf(scale), rt.getShape())};
   if (mean) {
@@ -1636,11 +1664,11 @@ Value normApply(Lowerer &l, RankedTensorType rt, ArrayRef<int64_t> axes,
     maps.push_back(row);
   }
   if (bias) {
-    ins.push_back(bias);
+    ins.push_back(l.broadcastOperand(bias, rt, sizes));
     maps.push_back(l.broadcastMap(l.typeOf(bias), rt.getShape()));
   }
   return l.generic(
-      rt, l.dims(x), ins, maps, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+      rt, sizes, ins, maps, [&](ImplicitLocOpBuilder &b, ValueRange a) {
         Value v = convert(b, a[0], acc);
         if (mean)
           v = arith::SubFOp::create(b, v, a[3]);
@@ -2254,14 +2282,16 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
       sizes.push_back(l.idx(rt.getDimSize(d)));
       continue;
     }
-    // max(shape[d], x dim): one of the two is 1 or they are equal.
+    // shape[d] unless it is 1, then x's dim: one of the two is 1 or they
+    // are equal (a 0 against a 1 stays 0).
     OpFoldResult s = d >= r - m ? l.elementIndex(shape, d - (r - m)) : l.idx(1);
     if (d >= r - rx)
-      s = l.max(s, l.dim(x, d - (r - rx)));
+      s = l.unlessOne(s, l.dim(x, d - (r - rx)));
     sizes.push_back(s);
   }
+  Value xb = l.broadcastOperand(x, rt, sizes);
   return l.done(
-      l.generic(rt, sizes, {x}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
+      l.generic(rt, sizes, {xb}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
                 [](ImplicitLocOpBuilder &, ValueRange a) { return a[0]; }));
 }
 
@@ -2981,6 +3011,7 @@ struct ConvertOnnxToLinalgPass
         return signalPassFailure();
     if (failed(replaceAndErase(ops, map)))
       return signalPassFailure();
+    conversion::foldProvableBroadcastChecks(getOperation());
     eraseDeadOps();
   }
 

@@ -19,7 +19,11 @@ def ConvertGatedToLinalg : Pass<"convert-gated-to-linalg", "mlir::func::FuncOp">
     tiled algorithms (online softmax, GEMM epilogues) are later phases and
     are checked against this form.
 
-    Dynamic dimensions are taken with tensor.dim; gated.attention needs
+    Dynamic dimensions are taken with tensor.dim. A gate, mask or weight
+    whose dynamic dim may be 1 at run time while the result's is not is
+    checked and broadcast at run time as in --convert-onnx-to-linalg
+    (which removes the checks that its lowering makes provable); a size
+    neither 1 nor the result's fails a cf.assert. gated.attention needs
     static head counts (the KV head of a query head is an affine floordiv by
     Hq/Hkv) and reports an error otherwise.
 
@@ -52,7 +56,17 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       Neg, Abs, Exp, Log, Sigmoid, Tanh, Relu, Erf, Cos, Sin, Floor, Ceil,
       Softplus, Gelu, LeakyRelu, HardSigmoid, Clip, Where, Equal/Less/
       Greater(OrEqual)/And/Or/Not, Cast, CastLike, Sign, IsInf, IsNaN) are
-      one broadcasting generic each.
+      one broadcasting generic each. A dynamic dim that ONNX lets be 1 at
+      run time while the output's is N (it is not provably the output's
+      size: static, derived from the same sizes, or an argument dim with the
+      same dim_param) is broadcast at run time: an scf.if yields the operand
+      itself or a copy broadcast along that dim; the output's size is
+      (a == 1 ? b : a). Sizes neither equal nor 1 fail a cf.assert naming
+      the node (compiled code prints the message and aborts: there is no
+      error return from a model's code yet). MatMul batch dims, Expand and
+      the norms' scale/bias do the same. Checks built while an operand was
+      still unlowered (gated ops lower first) and that have become provable
+      are removed at the end, so they never keep generics from fusing.
       Integer Div truncates toward zero; Cast from float to integer
       truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
       even in integer arithmetic. Transcendental maths of f16/bf16 is

@@ -24,17 +24,10 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
-# Wrong values, not the Scan's doing: the per-head decay / scalar beta
-# [B, T, H] is reshaped to [B, T, H, -1] with T from the query's shape, so
-# the -1 (1 at run time) is a dynamic size; the element-wise lowering takes
-# a dynamic size to be the broadcast size (8) and reads out of bounds. The
-# static node tests of the same models pass.
-KNOWN = {
-    "test_linear_attention_gated_delta_beta_scalar_expanded":
-        "a run-time size-1 dim broadcast (dynamic -1 of a Reshape)",
-    "test_linear_attention_gated_per_head_decay_expanded":
-        "a run-time size-1 dim broadcast (dynamic -1 of a Reshape)",
-}
+# Models known to fail, name -> reason (none: the per-head decay / scalar
+# beta reshaped to [B, T, H, -1], a dynamic size 1 at run time, broadcasts at
+# run time since the element-wise lowering checks such dims).
+KNOWN = {}
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import onnx_node_tests as nt  # noqa: E402

@@ -1,0 +1,301 @@
+//===- Broadcast.cpp - ONNX multidirectional broadcasting -----------------===//
+#include "passes/conversion/Broadcast.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include <optional>
+#include <string>
+
+using namespace mlir;
+
+namespace gatec::conversion {
+namespace {
+
+using Variable = ValueBoundsConstraintSet::Variable;
+
+/// Marks the size comparison of a run-time broadcast (broadcastDim).
+constexpr llvm::StringLiteral kCheckAttr = "gatec.broadcast_check";
+
+/// A size: an index value or attribute, or dim `dim` of a shaped value.
+struct Size {
+  OpFoldResult value;
+  std::optional<int64_t> dim;
+  Variable variable() const { return Variable(value, dim); }
+};
+
+/// Whether `v` is an argument of the enclosing function.
+bool isFunctionArgument(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && isa_and_nonnull<func::FuncOp>(arg.getOwner()->getParentOp());
+}
+
+/// A key naming the function-argument dim that `size` equals, if it is one:
+/// its ONNX dim_param, or the argument and dim when it has none. Value
+/// bounds cannot relate two arguments; their dim_params can.
+std::optional<std::string> argumentDimKey(Size size) {
+  auto v = dyn_cast<Value>(size.value);
+  if (!v)
+    return std::nullopt;
+  if (!isFunctionArgument(v) || !size.dim) {
+    AffineMap map;
+    ValueDimList operands;
+    auto stop = [](Value x, std::optional<int64_t>,
+                   ValueBoundsConstraintSet &) {
+      return isFunctionArgument(x);
+    };
+    if (failed(ValueBoundsConstraintSet::computeBound(
+            map, operands, presburger::BoundType::EQ, size.variable(), stop)) ||
+        operands.size() != 1 || !operands[0].second ||
+        !isFunctionArgument(operands[0].first) || map.getNumResults() != 1 ||
+        (map.getResult(0) != getAffineSymbolExpr(0, map.getContext()) &&
+         map.getResult(0) != getAffineDimExpr(0, map.getContext())))
+      return std::nullopt;
+    v = operands[0].first;
+    size.dim = operands[0].second;
+  }
+  auto arg = cast<BlockArgument>(v);
+  int64_t dim = *size.dim;
+  auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (auto params =
+          fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "onnx.dim_params"))
+    if (dim < (int64_t)params.size())
+      if (auto p = dyn_cast<StringAttr>(params[dim]); p && !p.empty())
+        return "param:" + p.str();
+  return "arg:" + std::to_string(arg.getArgNumber()) + ":" +
+         std::to_string(dim);
+}
+
+/// Whether two sizes are provably equal at run time.
+bool provablyEqual(Size a, Size b) {
+  FailureOr<bool> eq =
+      ValueBoundsConstraintSet::areEqual(a.variable(), b.variable());
+  if (succeeded(eq) && *eq)
+    return true;
+  std::optional<std::string> ka = argumentDimKey(a), kb = argumentDimKey(b);
+  return ka && kb && *ka == *kb;
+}
+
+/// Where an op is, for a message: its ONNX node name, or file:line:col.
+std::string describe(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return "node '" + n.getName().str() + "'";
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return (f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
+            std::to_string(f.getColumn()));
+  if (auto fused = dyn_cast<FusedLoc>(loc);
+      fused && !fused.getLocations().empty())
+    return describe(fused.getLocations().front());
+  return "an unnamed op";
+}
+
+/// The message of the check that a run-time size broadcasts.
+std::string mismatchMessage(Location loc, int64_t dim) {
+  return "gatec: run-time sizes that do not broadcast (neither equal nor 1) "
+         "in dim " +
+         std::to_string(dim) + " of an operand of " + describe(loc);
+}
+
+/// `in` (tensor type t) broadcast along dim `i` to `size`: a copy whose
+/// dim `i` has `size` elements, all equal to the operand's only one.
+Value broadcastCopy(OpBuilder &b, Location loc, Value in, int64_t i,
+                    Value size) {
+  auto t = cast<RankedTensorType>(in.getType());
+  int64_t r = t.getRank();
+  SmallVector<Value> dyn;
+  for (int64_t k = 0; k < r; ++k)
+    if (t.isDynamicDim(k))
+      dyn.push_back(k == i ? size : tensor::DimOp::create(b, loc, in, k));
+  Value init = tensor::EmptyOp::create(b, loc, t, dyn);
+  AffineMap id = b.getMultiDimIdentityMap(r);
+  AffineMap read =
+      id.replace(b.getAffineDimExpr(i), b.getAffineConstantExpr(0), r, 0);
+  SmallVector<utils::IteratorType> it(r, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(b, loc, TypeRange{t}, ValueRange{in},
+                                   ValueRange{init},
+                                   ArrayRef<AffineMap>{read, id}, it,
+                                   [](OpBuilder &nb, Location l, ValueRange a) {
+                                     linalg::YieldOp::create(nb, l, a[0]);
+                                   })
+      .getResult(0);
+}
+
+/// `in` broadcast at run time along its dynamic dim `i` to `size`: checks
+/// that the dim is 1 or `size`, then yields a broadcast copy where it is 1
+/// and `size` is not, otherwise `in` itself (no copy).
+Value broadcastDim(OpBuilder &b, Location loc, Value in, int64_t i,
+                   Value size) {
+  Value n = tensor::DimOp::create(b, loc, in, i);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, size);
+  // Found again by foldProvableBroadcastChecks once the operands are lowered.
+  same->setAttr(kCheckAttr, b.getUnitAttr());
+  Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, one);
+  cf::AssertOp::create(b, loc, arith::OrIOp::create(b, loc, isOne, same),
+                       mismatchMessage(loc, i));
+  Value differ = arith::XOrIOp::create(
+      b, loc, same, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  Value need = arith::AndIOp::create(b, loc, isOne, differ);
+  auto ifOp = scf::IfOp::create(
+      b, loc, need,
+      [&](OpBuilder &nb, Location l) {
+        scf::YieldOp::create(nb, l, broadcastCopy(nb, l, in, i, size));
+      },
+      [&](OpBuilder &nb, Location l) { scf::YieldOp::create(nb, l, in); });
+  return ifOp.getResult(0);
+}
+
+} // namespace
+
+bool provablySameSize(Value v, int64_t i, OpFoldResult size) {
+  auto t = cast<RankedTensorType>(v.getType());
+  std::optional<int64_t> c = getConstantIntValue(size);
+  if (!t.isDynamicDim(i) && c)
+    return t.getDimSize(i) == *c;
+  Size dim{v, i};
+  if (!t.isDynamicDim(i))
+    dim =
+        Size{IntegerAttr::get(IndexType::get(v.getContext()), t.getDimSize(i)),
+             std::nullopt};
+  return provablyEqual(dim, Size{size, std::nullopt});
+}
+
+OpFoldResult broadcastSize(OpBuilder &b, Location loc,
+                           ArrayRef<std::pair<Value, int64_t>> dims) {
+  // One dim of each class of provably equal sizes; a static size other
+  // than 1 is the result.
+  SmallVector<std::pair<Value, int64_t>> reps;
+  for (auto [v, i] : dims) {
+    int64_t s = cast<RankedTensorType>(v.getType()).getDimSize(i);
+    if (s == 1)
+      continue;
+    if (!ShapedType::isDynamic(s))
+      return b.getIndexAttr(s);
+    if (llvm::none_of(reps, [&, v = v, i = i](auto r) {
+          return provablyEqual(Size{r.first, r.second}, Size{v, i});
+        }))
+      reps.push_back({v, i});
+  }
+  if (reps.empty())
+    return b.getIndexAttr(1);
+  Value s = tensor::DimOp::create(b, loc, reps[0].first, reps[0].second);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  for (auto [v, i] : llvm::drop_begin(reps)) {
+    Value n = tensor::DimOp::create(b, loc, v, i);
+    Value isOne =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, one);
+    s = arith::SelectOp::create(b, loc, isOne, n, s);
+  }
+  return s;
+}
+
+SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType out, ValueRange ins) {
+  int64_t rank = out.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!out.isDynamicDim(d)) {
+      sizes.push_back(b.getIndexAttr(out.getDimSize(d)));
+      continue;
+    }
+    SmallVector<std::pair<Value, int64_t>> dims;
+    for (Value v : ins) {
+      int64_t i = d - (rank - cast<RankedTensorType>(v.getType()).getRank());
+      if (i >= 0)
+        dims.push_back({v, i});
+    }
+    sizes.push_back(broadcastSize(b, loc, dims));
+  }
+  return sizes;
+}
+
+Value broadcastDimsAtRunTime(OpBuilder &b, Location loc, Value in,
+                             ArrayRef<int64_t> outDims,
+                             ArrayRef<int64_t> outShape,
+                             ArrayRef<OpFoldResult> sizes) {
+  auto t = cast<RankedTensorType>(in.getType());
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    int64_t d = outDims[i];
+    // A static output size of 1 leaves the operand nothing but 1.
+    if (d < 0 || !t.isDynamicDim(i) || outShape[d] == 1 ||
+        provablySameSize(in, i, sizes[d]))
+      continue;
+    in = broadcastDim(b, loc, in, i,
+                      getValueOrCreateConstantIndexOp(b, loc, sizes[d]));
+  }
+  return in;
+}
+
+Value broadcastAtRunTime(OpBuilder &b, Location loc, Value in,
+                         ArrayRef<int64_t> outShape,
+                         ArrayRef<OpFoldResult> sizes) {
+  int64_t r = cast<RankedTensorType>(in.getType()).getRank();
+  SmallVector<int64_t> outDims;
+  for (int64_t i = 0; i < r; ++i)
+    outDims.push_back((int64_t)outShape.size() - r + i);
+  return broadcastDimsAtRunTime(b, loc, in, outDims, outShape, sizes);
+}
+
+/// The single user of `v` of type OpT, if that is its only use.
+template <typename OpT> OpT soleUser(Value v) {
+  return v.hasOneUse() ? dyn_cast<OpT>(*v.getUsers().begin()) : OpT();
+}
+
+/// Removes the run-time broadcast of one check whose sizes are now
+/// provably equal: the assert, and the scf.if (its operand instead).
+void foldCheck(arith::CmpIOp same) {
+  arith::OrIOp ok;
+  arith::XOrIOp differ;
+  for (Operation *u : same->getUsers()) {
+    if (auto o = dyn_cast<arith::OrIOp>(u))
+      ok = o;
+    else if (auto x = dyn_cast<arith::XOrIOp>(u))
+      differ = x;
+  }
+  if (!ok || !differ)
+    return;
+  auto check = soleUser<cf::AssertOp>(ok.getResult());
+  auto need = soleUser<arith::AndIOp>(differ.getResult());
+  auto ifOp = need ? soleUser<scf::IfOp>(need.getResult()) : scf::IfOp();
+  if (!check || !ifOp || ifOp.getNumResults() != 1)
+    return;
+  ifOp.getResult(0).replaceAllUsesWith(ifOp.elseYield().getOperand(0));
+  ifOp.erase();
+  check.erase();
+  // The comparisons, now unused; `same` last (erased by the caller).
+  for (Operation *op :
+       {need.getOperation(), differ.getOperation(), ok.getOperation()})
+    if (op->use_empty())
+      op->erase();
+}
+
+void foldProvableBroadcastChecks(Operation *root) {
+  SmallVector<arith::CmpIOp> checks;
+  root->walk([&](arith::CmpIOp c) {
+    if (c->hasAttr(kCheckAttr))
+      checks.push_back(c);
+  });
+  for (arith::CmpIOp same : checks) {
+    same->removeAttr(kCheckAttr);
+    if (!provablyEqual(Size{same.getLhs(), std::nullopt},
+                       Size{same.getRhs(), std::nullopt}))
+      continue;
+    foldCheck(same);
+    Value n = same.getLhs();
+    if (same->use_empty())
+      same.erase();
+    for (Operation *u : llvm::make_early_inc_range(n.getUsers()))
+      if (isa<arith::CmpIOp>(u) && u->use_empty())
+        u->erase();
+    if (Operation *def = n.getDefiningOp(); def && def->use_empty())
+      def->erase();
+  }
+}
+
+} // namespace gatec::conversion
