@@ -174,9 +174,13 @@ std::vector<Phase> cudaPhases() {
          const PipelineOptions &o = pipelineOptions();
          (void)mlir::parsePassPipeline(
              std::string(kHostToLLVM) +
-                 "convert-scf-to-cf,arith-expand{include-bf16=true},"
+                 // Launches, copies and allocations become asynchronous on
+                 // one stream, with host waits only where the host needs
+                 // the GPU's results.
+                 "convert-scf-to-cf,func.func(gpu-async-region,"
+                 "elide-host-waits),arith-expand{include-bf16=true},"
                  "finalize-memref-to-llvm,convert-math-to-llvm,"
-                 "convert-math-to-libm,func.func(gpu-async-region),gpu-to-llvm,"
+                 "convert-math-to-libm,gpu-to-llvm,"
                  "convert-to-llvm,"
                  "reconcile-unrealized-casts,"
                  "gpu-module-to-binary{format=" +

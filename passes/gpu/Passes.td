@@ -109,6 +109,24 @@ def DeviceMemory : Pass<"device-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def ElideHostWaits : Pass<"elide-host-waits", "mlir::func::FuncOp"> {
+  let summary = "Drop host waits before host ops that do not touch GPU buffers";
+  let description = [{
+    Runs right after `gpu-async-region`, on host code in CFG form with
+    memrefs (before the host lowering to LLVM). `gpu-async-region` puts a
+    blocking `gpu.wait [%t]` before every host op with a memory effect and
+    starts the next GPU op on a fresh chain (`gpu.wait async`). When every
+    op between the two only allocates, reads or writes host buffers that no
+    gpu op uses (the shape arithmetic of a dynamic model: small buffers
+    allocated in the function, never copied to or from the device), the
+    wait is removed and the next chain continues from `%t`: the host goes on
+    computing shapes while the GPU runs, and GPU ops stay ordered by their
+    tokens. A wait before a call, control flow, a read of a buffer a
+    `gpu.memcpy` fills or any other effect is kept.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def AlignWorkgroupMemory
     : Pass<"align-workgroup-memory", "mlir::gpu::GPUModuleOp"> {
   let summary = "Align the workgroup (shared) memory of outlined kernels";
