@@ -49,6 +49,14 @@ struct DeviceMemoryPass : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
         device.insert(root);
       }
     });
+    // A buffer chosen at run time (scf.if, select: the run-time broadcast
+    // of a size-1 dim) is on the device if any of its sources is used
+    // there: then all of them are.
+    for (Value v : llvm::to_vector(device)) {
+      SmallVector<Value> roots;
+      gatec::gpu::possibleRoots(v, roots);
+      device.insert(roots.begin(), roots.end());
+    }
     // Host reads of device buffers (shapes computed on the device, read
     // to size the next buffers): the buffer is copied to host memory first.
     OpBuilder hb(&getContext());
@@ -102,18 +110,28 @@ struct DeviceMemoryPass : gatec::gpu::impl::DeviceMemoryBase<DeviceMemoryPass> {
     if (bad)
       return signalPassFailure();
     OpBuilder b(&getContext());
-    // Deallocation first (of the buffer or of a view of its base).
+    // Deallocation first (of the buffer or of a view of its base; a buffer
+    // chosen at run time among device buffers is one too).
     f.walk([&](memref::DeallocOp d) {
       if (d->getParentOfType<mlir::gpu::LaunchOp>())
         return;
-      Value root = bufferRoot(d.getMemref());
-      if (!device.contains(root) || !root.getDefiningOp<memref::AllocOp>())
+      SmallVector<Value> roots;
+      gatec::gpu::possibleRoots(d.getMemref(), roots);
+      if (llvm::none_of(roots, [&](Value r) { return device.contains(r); }))
         return;
+      if (!llvm::all_of(roots, [&](Value r) { return device.contains(r); })) {
+        d.emitError("deallocation of a buffer that may be in host or in "
+                    "device memory (not supported by the CUDA target)");
+        bad = true;
+        return;
+      }
       b.setInsertionPoint(d);
       mlir::gpu::DeallocOp::create(b, d.getLoc(), Type(), ValueRange{},
                                    d.getMemref());
       d.erase();
     });
+    if (bad)
+      return signalPassFailure();
     for (Value root : device) {
       auto alloc = root.getDefiningOp<memref::AllocOp>();
       if (!alloc)

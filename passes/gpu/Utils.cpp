@@ -2,6 +2,7 @@
 #include "passes/gpu/Utils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,6 +26,27 @@ Value bufferRoot(Value v) {
     break;
   }
   return v;
+}
+
+void possibleRoots(Value v, SmallVectorImpl<Value> &roots) {
+  Value root = bufferRoot(v);
+  if (auto result = dyn_cast<OpResult>(root)) {
+    if (auto ifOp = dyn_cast<scf::IfOp>(result.getOwner())) {
+      for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+        if (!r->empty())
+          possibleRoots(
+              r->front().getTerminator()->getOperand(result.getResultNumber()),
+              roots);
+      return;
+    }
+    if (auto select = dyn_cast<arith::SelectOp>(result.getOwner())) {
+      possibleRoots(select.getTrueValue(), roots);
+      possibleRoots(select.getFalseValue(), roots);
+      return;
+    }
+  }
+  if (!llvm::is_contained(roots, root))
+    roots.push_back(root);
 }
 
 std::pair<SmallVector<OpFoldResult>, OpFoldResult>
@@ -71,14 +93,27 @@ bool computesOnBuffers(Operation *op) {
 
 void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
   llvm::DenseSet<Value> device;
+  // A buffer chosen at run time (scf.if, select) is a device buffer if any
+  // buffer it may be is, and then all of them are.
+  auto onDevice = [&](Value v) {
+    SmallVector<Value> roots;
+    possibleRoots(v, roots);
+    return device.contains(bufferRoot(v)) ||
+           llvm::any_of(roots, [&](Value r) { return device.contains(r); });
+  };
   auto addOperands = [&](Operation *op, Operation *kernel) {
     bool added = false;
     op->walk([&](Operation *nested) {
-      for (Value v : nested->getOperands())
-        if (isa<MemRefType>(v.getType()) &&
-            (!kernel ||
-             !kernel->isAncestor(v.getParentRegion()->getParentOp())))
-          added |= device.insert(bufferRoot(v)).second;
+      for (Value v : nested->getOperands()) {
+        if (!isa<MemRefType>(v.getType()) ||
+            (kernel && kernel->isAncestor(v.getParentRegion()->getParentOp())))
+          continue;
+        added |= device.insert(bufferRoot(v)).second;
+        SmallVector<Value> roots;
+        possibleRoots(v, roots);
+        for (Value r : roots)
+          added |= device.insert(r).second;
+      }
     });
     return added;
   };
@@ -97,8 +132,7 @@ void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
         return WalkResult::skip();
       if (computesOnBuffers(op) &&
           llvm::any_of(op->getOperands(), [&](Value v) {
-            return isa<MemRefType>(v.getType()) &&
-                   device.contains(bufferRoot(v));
+            return isa<MemRefType>(v.getType()) && onDevice(v);
           }))
         wrap.push_back(op);
       return WalkResult::advance();

@@ -18,6 +18,11 @@ constexpr llvm::StringLiteral kWorkgroupOffsetAttr = "gatec.workgroup_offset";
 /// block argument.
 mlir::Value bufferRoot(mlir::Value v);
 
+/// The buffers `v` may view at run time: bufferRoot, and through the
+/// results of scf.if and arith.select, the roots of every value that may
+/// flow into them.
+void possibleRoots(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &roots);
+
 /// The outermost scf.forall loops of `f` that are not thread-level loops:
 /// the kernels (one block per iteration).
 llvm::SmallVector<mlir::scf::ForallOp> blockLoops(mlir::func::FuncOp f);

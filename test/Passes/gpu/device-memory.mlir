@@ -62,3 +62,46 @@ func.func @host_writes_device(%x: memref<8xf32>) {
   memref.store %one, %x[%c0] : memref<8xf32>
   return
 }
+
+// -----
+
+// A buffer chosen at run time (the run-time broadcast of a size-1 dim: a
+// copy, or the operand itself) that a kernel reads: the copy is allocated
+// on the device, and the conditional deallocation ownership-based
+// deallocation leaves for it is a gpu.dealloc (it was a host free() of a
+// device pointer).
+// CHECK-LABEL: func.func @chosen_at_run_time
+// CHECK: %[[B:.*]] = scf.if
+// CHECK:   %[[C:.*]] = gpu.alloc () : memref<8xf32>
+// CHECK:   scf.yield %[[C]]
+// CHECK: gpu.launch
+// CHECK: scf.if %{{.*}} {
+// CHECK:   gpu.dealloc %[[B]] : memref<8xf32>
+// CHECK-NOT: memref.dealloc
+func.func @chosen_at_run_time(%x: memref<8xf32>, %bcast: i1, %out: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %b = scf.if %bcast -> (memref<8xf32>) {
+    %copy = memref.alloc() : memref<8xf32>
+    gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
+               threads(%t0, %t1, %t2) in (%s0 = %c8, %s1 = %c1, %s2 = %c1) {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %x[%c0] : memref<8xf32>
+      memref.store %v, %copy[%t0] : memref<8xf32>
+      gpu.terminator
+    }
+    scf.yield %copy : memref<8xf32>
+  } else {
+    scf.yield %x : memref<8xf32>
+  }
+  gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
+             threads(%t0, %t1, %t2) in (%s0 = %c8, %s1 = %c1, %s2 = %c1) {
+    %v = memref.load %b[%t0] : memref<8xf32>
+    memref.store %v, %out[%t0] : memref<8xf32>
+    gpu.terminator
+  }
+  scf.if %bcast {
+    memref.dealloc %b : memref<8xf32>
+  }
+  return
+}

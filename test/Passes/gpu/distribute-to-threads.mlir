@@ -137,6 +137,40 @@ func.func @host_ops(%x: memref<8xf32>, %y: memref<8xf32>, %s: memref<2xf32>) {
 
 // -----
 
+// Buffers chosen at run time (the run-time broadcast of a size-1 dim) that a
+// kernel reads are device buffers, and so is everything they may be: the
+// copies in the branches become one-block kernels too (they were left as
+// host loops reading device memory).
+// CHECK-LABEL: func.func @chosen_at_run_time
+// CHECK: scf.if
+// CHECK:   scf.forall (%{{.*}}) in (1) {
+// CHECK:     scf.forall (%{{.*}}) in (64) {
+// CHECK: scf.if
+// CHECK:   scf.forall (%{{.*}}) in (1) {
+// CHECK:     scf.forall (%{{.*}}) in (64) {
+func.func @chosen_at_run_time(%x: memref<8xf32>, %c: i1, %d: i1, %out: memref<8xf32>) {
+  %b = scf.if %c -> (memref<8xf32>) {
+    %a = memref.alloc() : memref<8xf32>
+    memref.copy %x, %a : memref<8xf32> to memref<8xf32>
+    scf.yield %a : memref<8xf32>
+  } else {
+    scf.yield %x : memref<8xf32>
+  }
+  %e = scf.if %d -> (memref<8xf32>) {
+    %t = memref.alloc() : memref<8xf32>
+    memref.copy %b, %t : memref<8xf32> to memref<8xf32>
+    scf.yield %t : memref<8xf32>
+  } else {
+    scf.yield %b : memref<8xf32>
+  }
+  scf.forall (%i) in (2) {
+    memref.copy %e, %out : memref<8xf32> to memref<8xf32>
+  }
+  return
+}
+
+// -----
+
 // A scratch buffer whose size has no constant bound cannot be hoisted.
 func.func @unbounded(%n: index, %out: memref<?xf32>) {
   scf.forall (%b) in (2) {
