@@ -34,11 +34,27 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+/* CUmemPoolProps (cuda.h, CUDA 12/13 layout; the fields older drivers do not
+ * know are zero, which is their meaning there too). */
+typedef struct {
+  int allocType;   /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  int handleTypes; /* none */
+  struct {
+    int type; /* CU_MEM_LOCATION_TYPE_DEVICE */
+    int id;   /* device ordinal */
+  } location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
 
 enum {
   CU_STREAM_DEFAULT = 0,
   CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
   CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+  CU_MEM_LOCATION_TYPE_DEVICE = 1,
 };
 
 static struct {
@@ -64,16 +80,17 @@ static struct {
   CUresult (*cuCtxSynchronize)(void);
   /* The stream-ordered allocator (CUDA 11.2 drivers and later; optional). */
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+  CUresult (*cuMemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
   CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void *);
-  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool,
+                                      CUstream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
 } cu;
 
-/* Whether allocations go through the stream-ordered allocator. */
-static bool stream_ordered_alloc;
+/* The runtime's own memory pool (stream-ordered allocation), or NULL. */
+static CUmemoryPool pool;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char init_error[512];
@@ -145,9 +162,9 @@ static void init_driver(void) {
     memcpy(&cu.field, &p, sizeof(p));                                          \
   } while (0)
   LOAD_OPTIONAL(cuDeviceGetAttribute, "cuDeviceGetAttribute");
-  LOAD_OPTIONAL(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
+  LOAD_OPTIONAL(cuMemPoolCreate, "cuMemPoolCreate");
   LOAD_OPTIONAL(cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
-  LOAD_OPTIONAL(cuMemAllocAsync, "cuMemAllocAsync");
+  LOAD_OPTIONAL(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync");
   LOAD_OPTIONAL(cuMemFreeAsync, "cuMemFreeAsync");
 #undef LOAD_OPTIONAL
   CUresult r = cu.cuInit(0);
@@ -181,19 +198,28 @@ static void init_driver(void) {
   /* Device buffers of a run (intermediates, inputs, outputs) come from the
    * stream-ordered allocator where the device has it: allocation and free
    * are queued on the stream, with no device-wide synchronisation (cuMemFree
-   * waits for the whole device). The pool keeps freed memory for the next
-   * run instead of returning it at every synchronisation. */
+   * waits for the whole device). The runtime's own pool (not the device's
+   * default one, which other libraries in the process share) keeps freed
+   * memory for the next run instead of returning it at every
+   * synchronisation. */
   int pools = 0;
-  CUmemoryPool pool = NULL;
+  CUmemoryPool own = NULL;
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = ordinal;
   uint64_t keep = UINT64_MAX;
-  if (cu.cuDeviceGetAttribute && cu.cuDeviceGetDefaultMemPool &&
-      cu.cuMemPoolSetAttribute && cu.cuMemAllocAsync && cu.cuMemFreeAsync &&
+  if (cu.cuDeviceGetAttribute && cu.cuMemPoolCreate &&
+      cu.cuMemPoolSetAttribute && cu.cuMemAllocFromPoolAsync &&
+      cu.cuMemFreeAsync &&
       cu.cuDeviceGetAttribute(
           &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) == 0 &&
-      pools && cu.cuDeviceGetDefaultMemPool(&pool, dev) == 0 &&
-      cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                               &keep) == 0)
-    stream_ordered_alloc = true;
+      pools && cu.cuMemPoolCreate(&own, &props) == 0) {
+    (void)cu.cuMemPoolSetAttribute(own, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                   &keep);
+    pool = own;
+  }
 }
 
 const char *gatec_cuda_init(void) {
@@ -242,8 +268,9 @@ const char *gatec_cuda_run_error(void) {
 static void *device_alloc(size_t bytes, CUstream stream) {
   CUdeviceptr p = 0;
   bytes = bytes ? bytes : 1;
-  if (stream_ordered_alloc) {
-    if (!check(cu.cuMemAllocAsync(&p, bytes, stream), "cuMemAllocAsync"))
+  if (pool) {
+    if (!check(cu.cuMemAllocFromPoolAsync(&p, bytes, pool, stream),
+               "cuMemAllocFromPoolAsync"))
       return NULL;
   } else if (!check(cu.cuMemAlloc(&p, bytes), "cuMemAlloc")) {
     return NULL;
@@ -254,7 +281,7 @@ static void *device_alloc(size_t bytes, CUstream stream) {
 static void device_free(void *p, CUstream stream) {
   if (!p || init_error[0] || !cu.cuMemFree)
     return;
-  if (stream_ordered_alloc)
+  if (pool)
     cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)p, stream);
   else
     cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
@@ -338,6 +365,12 @@ void mgpuLaunchKernel(CUfunction f, intptr_t gx, intptr_t gy, intptr_t gz,
     return;
   if (!f || !ready())
     return;
+  if (gx > 2147483647 || gy > 65535 || gz > 65535) {
+    set_error("kernel launch: a grid of %lld x %lld x %lld blocks exceeds "
+              "CUDA's limits (2^31 - 1 x 65535 x 65535)",
+              (long long)gx, (long long)gy, (long long)gz);
+    return;
+  }
   check(cu.cuLaunchKernel(f, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                           (unsigned)bx, (unsigned)by, (unsigned)bz,
                           (unsigned)smem, stream, params, extra),
@@ -353,11 +386,26 @@ void mgpuLaunchKernel(CUfunction f, intptr_t gx, intptr_t gy, intptr_t gz,
  * its end (gpu-async-region puts the only mgpuStreamSynchronize there, and
  * before any host read of a device result). */
 static _Thread_local CUstream thread_stream;
+static pthread_key_t stream_key;
+static pthread_once_t stream_key_once = PTHREAD_ONCE_INIT;
+
+/* A host thread's stream dies with the thread. */
+static void destroy_thread_stream(void *s) {
+  if (s && cu.cuStreamDestroy && !init_error[0])
+    cu.cuStreamDestroy((CUstream)s);
+}
+
+static void make_stream_key(void) {
+  (void)pthread_key_create(&stream_key, destroy_thread_stream);
+}
 
 CUstream mgpuStreamCreate(void) {
-  if (!thread_stream && ready())
-    check(cu.cuStreamCreate(&thread_stream, CU_STREAM_DEFAULT),
-          "cuStreamCreate");
+  if (!thread_stream && ready() &&
+      check(cu.cuStreamCreate(&thread_stream, CU_STREAM_DEFAULT),
+            "cuStreamCreate")) {
+    pthread_once(&stream_key_once, make_stream_key);
+    (void)pthread_setspecific(stream_key, thread_stream);
+  }
   return thread_stream;
 }
 
