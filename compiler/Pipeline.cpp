@@ -127,7 +127,8 @@ Phase cpuPhase() {
                     // and the rounding as integer arithmetic: libgcc 12 has
                     // no __truncsfbf2 for the model library to link.
                     "bf16-arith-to-f32,arith-expand{include-bf16=true},"
-                    "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-"
+                    "convert-scf-to-cf,lower-run-time-checks,"
+                    "convert-math-to-llvm,convert-math-to-"
                     "libm,convert-to-llvm,reconcile-unrealized-casts",
                 pm);
           }};
@@ -178,7 +179,8 @@ std::vector<Phase> cudaPhases() {
                  // one stream, with host waits only where the host needs
                  // the GPU's results.
                  "convert-scf-to-cf,func.func(gpu-async-region,"
-                 "elide-host-waits),arith-expand{include-bf16=true},"
+                 "elide-host-waits),lower-run-time-checks,"
+                 "arith-expand{include-bf16=true},"
                  "finalize-memref-to-llvm,convert-math-to-llvm,"
                  "convert-math-to-libm,gpu-to-llvm,"
                  "convert-to-llvm,"

@@ -189,4 +189,24 @@ def Bf16ArithToF32 : Pass<"bf16-arith-to-f32"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
+  let summary = "Failed run-time checks as the run's error, not abort()";
+  let description = [{
+    Runs on host code in CFG form. Every `cf.assert` at the top level of a
+    function (the run-time size checks of the lowering, e.g. sizes that do
+    not broadcast) becomes a branch to a call of
+    `gatec_check_failed(message)`, declared here and defined by the model
+    library's ABI wrapper: it ends the run (longjmp back into the wrapper),
+    which returns a failed status with the check's message (node name
+    included) to the caller, e.g. `gatec-run` prints it and exits 1. Buffers
+    the run had allocated are not freed on that path. A `cf.assert` inside
+    a region (an OpenMP parallel loop) stays as it is (message, abort()):
+    unwinding a worker thread is not possible.
+  }];
+  let dependentDialects = [
+    "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
 #endif
