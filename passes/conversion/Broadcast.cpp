@@ -9,7 +9,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include <optional>
 #include <string>
 
@@ -18,8 +19,6 @@ using namespace mlir;
 namespace gatec::conversion {
 namespace {
 
-using Variable = ValueBoundsConstraintSet::Variable;
-
 /// Marks the size comparison of a run-time broadcast (broadcastDim).
 constexpr llvm::StringLiteral kCheckAttr = "gatec.broadcast_check";
 
@@ -27,8 +26,30 @@ constexpr llvm::StringLiteral kCheckAttr = "gatec.broadcast_check";
 struct Size {
   OpFoldResult value;
   std::optional<int64_t> dim;
-  Variable variable() const { return Variable(value, dim); }
 };
+
+/// What a size is known to be, found by following the ops that pass sizes
+/// on unchanged: a constant, a function-argument dim (named by its ONNX
+/// dim_param where it has one: the runtime checks that equal names have
+/// equal sizes), or, where the chain ends, an opaque value and dim. Equal
+/// roots are equal sizes at run time. (A walk, not value-bounds analysis:
+/// that builds a constraint system over the whole backward slice for every
+/// query, which took 12 s on hybrid_qwen3next.)
+struct Root {
+  std::optional<int64_t> constant;
+  std::string param;
+  Value value;
+  int64_t dim = -1;
+  bool operator==(const Root &o) const {
+    return constant == o.constant && param == o.param && value == o.value &&
+           dim == o.dim;
+  }
+};
+
+Root constantRoot(int64_t c) { return Root{c, "", Value(), -1}; }
+Root opaqueRoot(Value v, int64_t dim = -1) {
+  return Root{std::nullopt, "", v, dim};
+}
 
 /// Whether `v` is an argument of the enclosing function.
 bool isFunctionArgument(Value v) {
@@ -36,51 +57,94 @@ bool isFunctionArgument(Value v) {
   return arg && isa_and_nonnull<func::FuncOp>(arg.getOwner()->getParentOp());
 }
 
-/// A key naming the function-argument dim that `size` equals, if it is one:
-/// its ONNX dim_param, or the argument and dim when it has none. Value
-/// bounds cannot relate two arguments; their dim_params can.
-std::optional<std::string> argumentDimKey(Size size) {
-  auto v = dyn_cast<Value>(size.value);
-  if (!v)
-    return std::nullopt;
-  if (!isFunctionArgument(v) || !size.dim) {
-    AffineMap map;
-    ValueDimList operands;
-    auto stop = [](Value x, std::optional<int64_t>,
-                   ValueBoundsConstraintSet &) {
-      return isFunctionArgument(x);
-    };
-    if (failed(ValueBoundsConstraintSet::computeBound(
-            map, operands, presburger::BoundType::EQ, size.variable(), stop)) ||
-        operands.size() != 1 || !operands[0].second ||
-        !isFunctionArgument(operands[0].first) || map.getNumResults() != 1 ||
-        (map.getResult(0) != getAffineSymbolExpr(0, map.getContext()) &&
-         map.getResult(0) != getAffineDimExpr(0, map.getContext())))
-      return std::nullopt;
-    v = operands[0].first;
-    size.dim = operands[0].second;
-  }
-  auto arg = cast<BlockArgument>(v);
-  int64_t dim = *size.dim;
+/// Dim `dim` of a function argument: its dim_param, else itself.
+Root argumentRoot(BlockArgument arg, int64_t dim) {
   auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (auto params =
           fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "onnx.dim_params"))
     if (dim < (int64_t)params.size())
       if (auto p = dyn_cast<StringAttr>(params[dim]); p && !p.empty())
-        return "param:" + p.str();
-  return "arg:" + std::to_string(arg.getArgNumber()) + ":" +
-         std::to_string(dim);
+        return Root{std::nullopt, p.str(), Value(), -1};
+  return opaqueRoot(arg, dim);
+}
+
+Root rootOfDim(Value v, int64_t dim);
+
+/// The root of an index value or attribute.
+Root rootOfIndex(OpFoldResult f) {
+  if (std::optional<int64_t> c = getConstantIntValue(f))
+    return constantRoot(*c);
+  auto v = cast<Value>(f);
+  if (auto d = v.getDefiningOp<tensor::DimOp>())
+    if (std::optional<int64_t> i = d.getConstantIndex())
+      return rootOfDim(d.getSource(), *i);
+  return opaqueRoot(v);
+}
+
+/// The source dim of result dim `dim` of a collapse_shape, where its group
+/// has one dim that is not statically 1.
+std::optional<int64_t> collapsedSource(tensor::CollapseShapeOp c, int64_t dim) {
+  std::optional<int64_t> only;
+  for (int64_t s : c.getReassociationIndices()[dim]) {
+    if (c.getSrcType().getDimSize(s) == 1)
+      continue;
+    if (only)
+      return std::nullopt;
+    only = s;
+  }
+  return only;
+}
+
+/// The root of dim `dim` of the tensor `v`.
+Root rootOfDim(Value v, int64_t dim) {
+  while (true) {
+    auto t = cast<ShapedType>(v.getType());
+    if (!t.isDynamicDim(dim))
+      return constantRoot(t.getDimSize(dim));
+    if (isFunctionArgument(v))
+      return argumentRoot(cast<BlockArgument>(v), dim);
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return opaqueRoot(v, dim);
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+      v = dps.getTiedOpOperand(cast<OpResult>(v))->get();
+      continue;
+    }
+    if (auto c = dyn_cast<tensor::CastOp>(op)) {
+      v = c.getSource();
+      continue;
+    }
+    if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      std::optional<int64_t> s = collapsedSource(c, dim);
+      if (!s)
+        return opaqueRoot(v, dim);
+      v = c.getSrc();
+      dim = *s;
+      continue;
+    }
+    if (auto e = dyn_cast<tensor::EmptyOp>(op))
+      return rootOfIndex(e.getDynamicSize(dim));
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+      return rootOfIndex(e.getMixedOutputShape()[dim]);
+    if (auto x = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      llvm::SmallBitVector dropped = x.getDroppedDims();
+      SmallVector<OpFoldResult> sizes = x.getMixedSizes();
+      for (int64_t i = 0, k = -1; i < (int64_t)sizes.size(); ++i)
+        if (!dropped[i] && ++k == dim)
+          return rootOfIndex(sizes[i]);
+    }
+    return opaqueRoot(v, dim);
+  }
+}
+
+Root rootOf(Size s) {
+  if (s.dim)
+    return rootOfDim(cast<Value>(s.value), *s.dim);
+  return rootOfIndex(s.value);
 }
 
 /// Whether two sizes are provably equal at run time.
-bool provablyEqual(Size a, Size b) {
-  FailureOr<bool> eq =
-      ValueBoundsConstraintSet::areEqual(a.variable(), b.variable());
-  if (succeeded(eq) && *eq)
-    return true;
-  std::optional<std::string> ka = argumentDimKey(a), kb = argumentDimKey(b);
-  return ka && kb && *ka == *kb;
-}
+bool provablyEqual(Size a, Size b) { return rootOf(a) == rootOf(b); }
 
 /// Where an op is, for a message: its ONNX node name, or file:line:col.
 std::string describe(Location loc) {
@@ -154,16 +218,7 @@ Value broadcastDim(OpBuilder &b, Location loc, Value in, int64_t i,
 } // namespace
 
 bool provablySameSize(Value v, int64_t i, OpFoldResult size) {
-  auto t = cast<RankedTensorType>(v.getType());
-  std::optional<int64_t> c = getConstantIntValue(size);
-  if (!t.isDynamicDim(i) && c)
-    return t.getDimSize(i) == *c;
-  Size dim{v, i};
-  if (!t.isDynamicDim(i))
-    dim =
-        Size{IntegerAttr::get(IndexType::get(v.getContext()), t.getDimSize(i)),
-             std::nullopt};
-  return provablyEqual(dim, Size{size, std::nullopt});
+  return provablyEqual(Size{v, i}, Size{size, std::nullopt});
 }
 
 OpFoldResult broadcastSize(OpBuilder &b, Location loc,

@@ -39,9 +39,10 @@ inline mlir::AffineMap broadcastMap(mlir::MLIRContext *ctx, mlir::ShapedType t,
 }
 
 /// Whether dim `i` of the tensor `v` provably has the size `size` at run
-/// time: equal static sizes, value-bounds analysis (sizes derived from the
-/// same sizes), or function-argument dims with the same ONNX dim_param
-/// (the runtime checks that those are equal).
+/// time: equal static sizes, sizes passed on unchanged from the same size
+/// (destination-style results, tensor.empty/dim, casts, reshapes, slices),
+/// or function-argument dims with the same ONNX dim_param (the runtime
+/// checks that those are equal).
 bool provablySameSize(mlir::Value v, int64_t i, mlir::OpFoldResult size);
 
 /// The sizes of the ONNX multidirectional broadcast of `ins` to `out`: a
