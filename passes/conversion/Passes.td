@@ -62,8 +62,8 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       same dim_param) is broadcast at run time: an scf.if yields the operand
       itself or a copy broadcast along that dim; the output's size is
       (a == 1 ? b : a). Sizes neither equal nor 1 fail a cf.assert naming
-      the node (compiled code prints the message and aborts: there is no
-      error return from a model's code yet). MatMul batch dims, Expand and
+      the node (--lower-run-time-checks makes it the run's error). MatMul
+      batch dims, Expand and
       the norms' scale/bias do the same. Checks built while an operand was
       still unlowered (gated ops lower first) and that have become provable
       are removed at the end, so they never keep generics from fusing.
