@@ -9,6 +9,9 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
                          --target=cuda --gpu-arch=ARCH (cubin + PTX)
   e2e/<model>.cpu.so     the same model for the CPU (the dry run here)
   e2e/<model>.<k>.*.npy  inputs and onnxruntime's outputs, per run k
+  e2e/bcast_<case>.*     the run-time broadcast cases of
+                         test/scripts/run_dynamic_broadcast.py, one library
+                         each, run at every shape set of the case
   bench/<name>.onnx/.cuda.so/.cpu.so/.npz
                          the benchmark blocks (bench_modules.BLOCKS) at
                          d_model 256, exported here with PyTorch (when this
@@ -18,7 +21,8 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
   manifest.json          what to run and with which tolerances
 
 usage: prepare.py [--gatec PATH] [--out DIR] [--arch sm_90]
-                  [--models REGEX] [--no-bench] [--bench-seq 512,2048]
+                  [--models REGEX] [--no-bench] [--no-broadcast-cases]
+                  [--bench-seq 512,2048]
 """
 import argparse
 import json
@@ -56,6 +60,7 @@ def main():
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--models", default=".*")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--no-broadcast-cases", action="store_true")
     ap.add_argument("--bench-seq", default="512,2048")
     ap.add_argument("--bench-batch", type=int, default=4)
     args = ap.parse_args()
@@ -73,30 +78,54 @@ def main():
     rng = np.random.default_rng(11)
     names = sorted(f[:-5] for f in os.listdir(MODELS)
                    if f.endswith(".onnx") and re.search(args.models, f))
+    def add_run(name, lib, model, feeds):
+        """One e2e entry: `lib` (e2e/<lib>.cuda.so / .cpu.so) on `feeds`, with
+        onnxruntime's outputs as the reference."""
+        e = os.path.join(out, "e2e", name)
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        inputs, outputs = [], []
+        for n, v in feeds.items():
+            p = "%s.in_%s.npy" % (e, re.sub(r"\W", "_", n))
+            np.save(p, v)
+            inputs.append((n, os.path.relpath(p, out)))
+        for o, r in zip(sess.get_outputs(), sess.run(None, feeds)):
+            p = "%s.ref_%s.npy" % (e, re.sub(r"\W", "_", o.name))
+            np.save(p, r)
+            outputs.append((o.name, os.path.relpath(p, out)))
+        manifest["e2e"].append({"name": name, "cuda": "e2e/%s.cuda.so" % lib,
+                                "cpu": "e2e/%s.cpu.so" % lib,
+                                "inputs": inputs, "outputs": outputs})
+        print("prepared %s" % name, flush=True)
+
     for name in names:
         model = os.path.join(MODELS, name + ".onnx")
         e = os.path.join(out, "e2e", name)
         compile_model(args.gatec, model, e + ".cuda.so", cuda)
         compile_model(args.gatec, model, e + ".cpu.so", [])
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        inputs, outputs = [], []
+        feeds = {}
         for i in sess.get_inputs():
             shape = [d if isinstance(d, int) else DYN.get(d, 4) for d in i.shape]
             dt = NP[i.type]
-            v = (rng.standard_normal(shape).astype(dt) if dt == np.float32
-                 else rng.integers(0, 2, shape).astype(dt))
-            p = "%s.in_%s.npy" % (e, re.sub(r"\W", "_", i.name))
-            np.save(p, v)
-            inputs.append((i.name, os.path.relpath(p, out)))
-        feeds = {n: np.load(os.path.join(out, p)) for n, p in inputs}
-        for o, r in zip(sess.get_outputs(), sess.run(None, feeds)):
-            p = "%s.ref_%s.npy" % (e, re.sub(r"\W", "_", o.name))
-            np.save(p, r)
-            outputs.append((o.name, os.path.relpath(p, out)))
-        manifest["e2e"].append({"name": name, "cuda": "e2e/%s.cuda.so" % name,
-                                "cpu": "e2e/%s.cpu.so" % name,
-                                "inputs": inputs, "outputs": outputs})
-        print("prepared %s" % name, flush=True)
+            feeds[i.name] = (rng.standard_normal(shape).astype(dt) if dt == np.float32
+                             else rng.integers(0, 2, shape).astype(dt))
+        add_run(name, name, model, feeds)
+
+    # The run-time broadcast of dynamic dims (test/scripts/
+    # run_dynamic_broadcast.py): each case's library at every shape set, so
+    # the branches that copy a size-1 operand run on the device too.
+    if not args.no_broadcast_cases:
+        sys.path.insert(0, os.path.join(ROOT, "test", "scripts"))
+        import run_dynamic_broadcast as rdb
+        import onnx
+        for case, (m, shapes) in rdb.CASES.items():
+            model = os.path.join(out, "e2e", "bcast_%s.onnx" % case)
+            onnx.save(m, model)
+            lib = "bcast_" + case
+            compile_model(args.gatec, model, os.path.join(out, "e2e", lib + ".cuda.so"), cuda)
+            compile_model(args.gatec, model, os.path.join(out, "e2e", lib + ".cpu.so"), [])
+            for k, sizes in enumerate(shapes):
+                add_run("%s_%d" % (lib, k), lib, model, rdb.feeds_for(m, sizes, rng))
 
     if not args.no_bench:
         try:
@@ -145,7 +174,7 @@ def main():
         json.dump(manifest, f, indent=1)
     size = sum(os.path.getsize(os.path.join(dp, fn))
                for dp, _, fns in os.walk(out) for fn in fns)
-    print("prepare: %d models, %d benchmark blocks in %s (%.1f MiB)"
+    print("prepare: %d e2e runs, %d benchmark blocks in %s (%.1f MiB)"
           % (len(manifest["e2e"]), len(manifest["bench"]), out, size / 2**20))
     return 0
 

@@ -68,7 +68,7 @@ def e2e(art, man, device):
             failures += 1
             last = (r.stdout + r.stderr).strip().splitlines()
             print("FAIL %-30s %s" % (m["name"], last[-1] if last else r.returncode), flush=True)
-    print("e2e on %s: %d models, %d failures" % (device, len(man["e2e"]), failures))
+    print("e2e on %s: %d runs, %d failures" % (device, len(man["e2e"]), failures))
     return failures
 
 
