@@ -37,17 +37,27 @@ bool sinkIntoKernel(Operation *op) {
 /// as views of a workgroup attribution of `launch`, cast to the generic
 /// address space so their users keep their types (NVPTX infers the shared
 /// space back for the loads and stores). The host buffer is freed of them.
-void useWorkgroupMemory(IRRewriter &b, mlir::gpu::LaunchOp launch) {
+LogicalResult useWorkgroupMemory(IRRewriter &b, mlir::gpu::LaunchOp launch) {
   SmallVector<memref::ViewOp> views;
   launch.getBody().walk([&](memref::ViewOp v) {
     if (v->hasAttr(gatec::gpu::kWorkgroupOffsetAttr))
       views.push_back(v);
   });
   if (views.empty())
-    return;
-  auto scratch = views.front().getSource().getDefiningOp<memref::AllocOp>();
-  auto bytes =
-      scratch->getAttrOfType<IntegerAttr>(gatec::gpu::kWorkgroupScratchAttr);
+    return success();
+  Value source = views.front().getSource();
+  auto scratch = source.getDefiningOp<memref::AllocOp>();
+  IntegerAttr bytes = scratch ? scratch->getAttrOfType<IntegerAttr>(
+                                    gatec::gpu::kWorkgroupScratchAttr)
+                              : IntegerAttr();
+  for (memref::ViewOp v : views)
+    if (!bytes || v.getSource() != source ||
+        !v->getAttrOfType<IntegerAttr>(gatec::gpu::kWorkgroupOffsetAttr))
+      return v.emitError("a view marked ")
+             << gatec::gpu::kWorkgroupOffsetAttr
+             << " must view the block loop's one buffer marked "
+             << gatec::gpu::kWorkgroupScratchAttr
+             << " (as --distribute-to-threads leaves them)";
   auto space = mlir::gpu::AddressSpaceAttr::get(
       b.getContext(), mlir::gpu::AddressSpace::Workgroup);
   BlockArgument shared = launch.addWorkgroupAttribution(
@@ -74,6 +84,7 @@ void useWorkgroupMemory(IRRewriter &b, mlir::gpu::LaunchOp launch) {
       b.eraseOp(u);
     b.eraseOp(scratch);
   }
+  return success();
 }
 
 struct MapForallToGpuPass
@@ -122,7 +133,8 @@ struct MapForallToGpuPass
     body.getOperations().splice(std::prev(body.end()),
                                 loopBody->getOperations());
     forall.erase();
-    useWorkgroupMemory(b, launch);
+    if (failed(useWorkgroupMemory(b, launch)))
+      return failure();
 
     DiagnosedSilenceableFailure mapped =
         transform::gpu::mapNestedForallToThreadsImpl(

@@ -38,8 +38,8 @@ import onnxruntime as ort
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(ROOT, "test", "models")
-NP = {"tensor(float)": np.float32, "tensor(int64)": np.int64,
-      "tensor(bool)": np.bool_, "tensor(int32)": np.int32}
+sys.path.insert(0, os.path.join(ROOT, "test", "scripts"))
+import e2e_models  # noqa: E402  (inputs_for: the e2e suite's input draws)
 # fp32 on the GPU: other summation orders and libdevice's exp/tanh.
 FP32_TOL = 2e-4
 DYN = {"batch": 2, "seq": 37, "media_seq": 5}
@@ -103,19 +103,12 @@ def main():
         compile_model(args.gatec, model, e + ".cuda.so", cuda)
         compile_model(args.gatec, model, e + ".cpu.so", [])
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        feeds = {}
-        for i in sess.get_inputs():
-            shape = [d if isinstance(d, int) else DYN.get(d, 4) for d in i.shape]
-            dt = NP[i.type]
-            feeds[i.name] = (rng.standard_normal(shape).astype(dt) if dt == np.float32
-                             else rng.integers(0, 2, shape).astype(dt))
-        add_run(name, name, model, feeds)
+        add_run(name, name, model, e2e_models.inputs_for(sess, DYN, rng))
 
     # The run-time broadcast of dynamic dims (test/scripts/
     # run_dynamic_broadcast.py): each case's library at every shape set, so
     # the branches that copy a size-1 operand run on the device too.
     if not args.no_broadcast_cases:
-        sys.path.insert(0, os.path.join(ROOT, "test", "scripts"))
         import run_dynamic_broadcast as rdb
         import onnx
         for case, (m, shapes) in rdb.CASES.items():
