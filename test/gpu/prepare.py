@@ -9,6 +9,11 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
                          --target=cuda --gpu-arch=ARCH (cubin + PTX)
   e2e/<model>.cpu.so     the same model for the CPU (the dry run here)
   e2e/<model>.<k>.*.npy  inputs and onnxruntime's outputs, per run k
+  e2e/<model>_f16.*, e2e/<model>_bf16.*
+                         the fp16/bf16 variants of
+                         test/scripts/low_precision.py's models, their
+                         reference (onnxruntime fp32 on the same values)
+                         rounded to the type, and that script's tolerance
   e2e/bcast_<case>.*     the run-time broadcast cases of
                          test/scripts/run_dynamic_broadcast.py, one library
                          each, run at every shape set of the case
@@ -21,7 +26,10 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
   manifest.json          what to run and with which tolerances
 
 usage: prepare.py [--gatec PATH] [--out DIR] [--arch sm_90]
-                  [--models REGEX] [--no-bench] [--no-broadcast-cases]
+                  [--models REGEX (matched against <model>.onnx, and
+                  <model>_f16.onnx / <model>_bf16.onnx for the variants)]
+                  [--no-bench] [--no-broadcast-cases]
+                  [--no-low-precision]
                   [--bench-seq 512,2048]
 """
 import argparse
@@ -40,6 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(ROOT, "test", "models")
 sys.path.insert(0, os.path.join(ROOT, "test", "scripts"))
 import e2e_models  # noqa: E402  (inputs_for: the e2e suite's input draws)
+import low_precision  # noqa: E402  (fp16/bf16 variants, tolerances)
 # fp32 on the GPU: other summation orders and libdevice's exp/tanh.
 FP32_TOL = 2e-4
 DYN = {"batch": 2, "seq": 37, "media_seq": 5}
@@ -61,6 +70,7 @@ def main():
     ap.add_argument("--models", default=".*")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--no-broadcast-cases", action="store_true")
+    ap.add_argument("--no-low-precision", action="store_true")
     ap.add_argument("--bench-seq", default="512,2048")
     ap.add_argument("--bench-batch", type=int, default=4)
     args = ap.parse_args()
@@ -78,23 +88,32 @@ def main():
     rng = np.random.default_rng(11)
     names = sorted(f[:-5] for f in os.listdir(MODELS)
                    if f.endswith(".onnx") and re.search(args.models, f))
-    def add_run(name, lib, model, feeds):
+    def add_run(name, lib, model, feeds, low=None, tol=None):
         """One e2e entry: `lib` (e2e/<lib>.cuda.so / .cpu.so) on `feeds`, with
-        onnxruntime's outputs as the reference."""
+        onnxruntime's outputs as the reference. For a low-precision library
+        (low: its dtype), `model` is its fp32 reference model, the feeds are
+        in `low` and fed to onnxruntime widened, and the references are
+        rounded to `low` (gatec-run compares like dtypes)."""
         e = os.path.join(out, "e2e", name)
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
         inputs, outputs = [], []
         for n, v in feeds.items():
-            p = "%s.in_%s.npy" % (e, re.sub(r"\W", "_", n))
-            np.save(p, v)
+            p = low_precision.save_tensor(
+                "%s.in_%s" % (e, re.sub(r"\W", "_", n)), v)
             inputs.append((n, os.path.relpath(p, out)))
-        for o, r in zip(sess.get_outputs(), sess.run(None, feeds)):
-            p = "%s.ref_%s.npy" % (e, re.sub(r"\W", "_", o.name))
-            np.save(p, r)
+        wide = {n: (v.astype(np.float32) if low and v.dtype == low_precision.NP[low] else v)
+                for n, v in feeds.items()}
+        for o, r in zip(sess.get_outputs(), sess.run(None, wide)):
+            if low and r.dtype == np.float32:
+                r = r.astype(low_precision.NP[low])
+            p = low_precision.save_tensor(
+                "%s.ref_%s" % (e, re.sub(r"\W", "_", o.name)), r)
             outputs.append((o.name, os.path.relpath(p, out)))
-        manifest["e2e"].append({"name": name, "cuda": "e2e/%s.cuda.so" % lib,
-                                "cpu": "e2e/%s.cpu.so" % lib,
-                                "inputs": inputs, "outputs": outputs})
+        entry = {"name": name, "cuda": "e2e/%s.cuda.so" % lib,
+                 "cpu": "e2e/%s.cpu.so" % lib, "inputs": inputs, "outputs": outputs}
+        if tol is not None:
+            entry["tol"] = tol
+        manifest["e2e"].append(entry)
         print("prepared %s" % name, flush=True)
 
     for name in names:
@@ -104,6 +123,27 @@ def main():
         compile_model(args.gatec, model, e + ".cpu.so", [])
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
         add_run(name, name, model, e2e_models.inputs_for(sess, DYN, rng))
+
+    # fp16 and bf16 (test/scripts/low_precision.py): the variants, their
+    # reference models and tolerances.
+    if not args.no_low_precision:
+        import onnx
+        for dtype in ("f16", "bf16"):
+            for name in low_precision.DEFAULT_MODELS:
+                tag = "%s_%s" % (name, dtype)
+                if not re.search(args.models, tag + ".onnx"):
+                    continue
+                fp32 = onnx.load(os.path.join(MODELS, name + ".onnx"))
+                lowm = low_precision.convert(fp32, dtype)
+                model = os.path.join(out, "e2e", tag + ".onnx")
+                onnx.save(lowm, model)
+                compile_model(args.gatec, model, os.path.join(out, "e2e", tag + ".cuda.so"), cuda)
+                compile_model(args.gatec, model, os.path.join(out, "e2e", tag + ".cpu.so"), [])
+                ref = os.path.join(out, "e2e", tag + ".ref.onnx")
+                onnx.save(low_precision.reference_model(fp32, lowm), ref)
+                sess = ort.InferenceSession(ref, providers=["CPUExecutionProvider"])
+                add_run(tag, tag, ref, low_precision.inputs(sess, DYN, rng, dtype),
+                        low=dtype, tol=low_precision.TOL[dtype])
 
     # The run-time broadcast of dynamic dims (test/scripts/
     # run_dynamic_broadcast.py): each case's library at every shape set, so

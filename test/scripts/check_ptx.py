@@ -13,11 +13,16 @@ registers, with no local array in the PTX, whatever the register limit);
 a register-blocking rewrite that asks for more registers than a thread has
 spills hundreds.
 
+The fp16 and bf16 variants of test/scripts/low_precision.py's models are
+checked too (converted into the work directory; --no-low-precision skips
+them).
+
 Prints one line per model and arch (kernels, max registers, max spill
 bytes, stack frame, shared memory per block) and a summary; exit 1 on any failure.
 
 usage: check_ptx.py [--gatec PATH] [--arch sm_80 --arch sm_90]
                     [--filter REGEX] [--max-spill-bytes N] [--keep DIR]
+                    [--no-low-precision]
 """
 import argparse
 import concurrent.futures as cf
@@ -71,11 +76,23 @@ def main():
     ap.add_argument("--max-spill-bytes", type=int, default=32)
     ap.add_argument("--keep")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--no-low-precision", action="store_true")
     args = ap.parse_args()
     archs = args.arch or ["sm_80", "sm_90"]
     work = args.keep or tempfile.mkdtemp(prefix="gatec-ptx-")
     models = sorted(os.path.join(MODELS, f) for f in os.listdir(MODELS)
                     if f.endswith(".onnx") and re.search(args.filter, f))
+    if not args.no_low_precision:
+        import onnx
+        import low_precision
+        for dtype in ("f16", "bf16"):
+            for name in low_precision.DEFAULT_MODELS:
+                if not re.search(args.filter, name + "_" + dtype):
+                    continue
+                path = os.path.join(work, "%s_%s.onnx" % (name, dtype))
+                onnx.save(low_precision.convert(
+                    onnx.load(os.path.join(MODELS, name + ".onnx")), dtype), path)
+                models.append(path)
     jobs = [(m, a) for m in models for a in archs]
     failures = 0
     with cf.ThreadPoolExecutor(args.jobs) as pool:
