@@ -108,6 +108,7 @@ Phase cpuPhase() {
             if (pipelineOptions().cpuThreadMapping) {
               gpu::DistributeToThreadsOptions o;
               o.threads = pipelineOptions().gpuThreads;
+              o.mma = pipelineOptions().gpuMma ? "emulate" : "none";
               pm.addNestedPass<mlir::func::FuncOp>(
                   gpu::createDistributeToThreads(o));
             }
@@ -140,6 +141,7 @@ std::vector<Phase> cudaPhases() {
        [](mlir::OpPassManager &pm) {
          gpu::DistributeToThreadsOptions d;
          d.threads = pipelineOptions().gpuThreads;
+         d.mma = pipelineOptions().gpuMma ? "sync" : "none";
          // No canonicalization in between: it would fold one-block loops
          // (the kernels of host ops) into their bodies.
          pm.addNestedPass<mlir::func::FuncOp>(

@@ -46,6 +46,9 @@ struct PipelineOptions {
   /// CPU: run the GPU thread mapping (--distribute-to-threads) on the CPU
   /// first, to check it against the unmapped form without a GPU.
   bool cpuThreadMapping = false;
+  /// CUDA: fp16/bf16 GEMMs on the tensor cores (mma.sync); with
+  /// cpuThreadMapping, their emulation on the CPU.
+  bool gpuMma = false;
 };
 PipelineOptions &pipelineOptions();
 

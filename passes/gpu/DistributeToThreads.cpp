@@ -6,6 +6,7 @@
 // CPU path runs, so the mapping is checked numerically without a GPU.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/gpu/MmaSync.h"
 #include "passes/gpu/Passes.h"
 #include "passes/gpu/Utils.h"
 
@@ -397,7 +398,22 @@ struct DistributeToThreadsPass
         continue;
       }
       if (isDistributable(&op)) {
-        distributeLinalg(b, cast<linalg::LinalgOp>(op), threads);
+        auto l = cast<linalg::LinalgOp>(op);
+        FailureOr<gatec::gpu::MmaContraction> m = failure();
+        if (mma != "none" && threads % 32 == 0)
+          m = gatec::gpu::matchMmaContraction(l);
+        if (succeeded(m)) {
+          b.setInsertionPoint(l);
+          auto forall = scf::ForallOp::create(
+              b, l.getLoc(), ArrayRef<OpFoldResult>{b.getIndexAttr(threads)},
+              ValueRange{}, threadMapping(b.getContext()));
+          b.setInsertionPointToStart(forall.getBody());
+          gatec::gpu::emitMmaContraction(b, l, *m, forall.getInductionVar(0),
+                                         threads, mma == "emulate");
+          l->erase();
+          continue;
+        }
+        distributeLinalg(b, l, threads);
         continue;
       }
       if (op.getNumRegions() && containsDistributable(&op)) {
@@ -423,6 +439,12 @@ struct DistributeToThreadsPass
       getOperation().emitError("--distribute-to-threads: threads must be in "
                                "1..1024, got ")
           << threads;
+      return signalPassFailure();
+    }
+    if (mma != "none" && mma != "sync" && mma != "emulate") {
+      getOperation().emitError("--distribute-to-threads: mma must be none, "
+                               "sync or emulate, got '")
+          << mma << "'";
       return signalPassFailure();
     }
     if (sharedMemory < 0 || sharedMemory > 49152) {

@@ -46,6 +46,19 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
     buffers outside any `scf.forall` are wrapped in a one-block `scf.forall`
     first.
 
+    With `mma=sync`, a GEMM whose operands are fp16 or bf16 and whose
+    accumulators are fp32 (`out_j += extf(A) * extf(B_j)`, A indexed (rows,
+    k), B_j (k, n), static sizes, n % 8 == 0, k % 16 == 0; the widened
+    projections' several outputs share A) runs on the tensor cores instead:
+    each warp takes tiles of 16 rows x 8-32 columns in turn, loads its lanes'
+    fragments of A and B_j (lane layout: MLIR's
+    `nvgpu::getLaneIdAndValueIdToOperandCoord`, the PTX ISA's figures for
+    mma.m16n8k16), runs `nvvm.mma.sync` per 16-deep k step with the fp32
+    accumulators in registers, and stores them once; rows past the last
+    full 16-row tile are masked. `mma=emulate` emits the same tiles, masks
+    and stores with each lane computing its own accumulators from memory
+    instead of the warp-level instruction, so that the CPU runs it.
+
     Errors: a scratch buffer whose size has no constant upper bound, or
     that escapes its block, is reported at its location.
   }];
@@ -56,12 +69,18 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
            "bytes of scratch per block placed in workgroup (shared) memory "
            "(0: none; 48 KiB is what every CUDA GPU gives a block without "
            "opting in)">,
+    Option<"mma", "mma", "std::string", "\"none\"",
+           "fp16/bf16 GEMMs on the tensor cores: none, sync "
+           "(nvvm.mma.sync.m16n8k16, fp32 accumulators), emulate (the same "
+           "tiles with each lane's accumulators computed from memory: the "
+           "CPU check)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
     "::mlir::gpu::GPUDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::ub::UBDialect"
+    "::mlir::ub::UBDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"
   ];
 }
 

@@ -13,7 +13,10 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
                          the fp16/bf16 variants of
                          test/scripts/low_precision.py's models, their
                          reference (onnxruntime fp32 on the same values)
-                         rounded to the type, and that script's tolerance
+                         rounded to the type, and that script's tolerance;
+                         e2e/<model>_<dtype>_mma.*: the same with --gpu-mma
+                         (GEMMs on the tensor cores; the CPU library runs
+                         the thread mapping with mma.sync emulated)
   e2e/bcast_<case>.*     the run-time broadcast cases of
                          test/scripts/run_dynamic_broadcast.py, one library
                          each, run at every shape set of the case
@@ -142,8 +145,16 @@ def main():
                 ref = os.path.join(out, "e2e", tag + ".ref.onnx")
                 onnx.save(low_precision.reference_model(fp32, lowm), ref)
                 sess = ort.InferenceSession(ref, providers=["CPUExecutionProvider"])
-                add_run(tag, tag, ref, low_precision.inputs(sess, DYN, rng, dtype),
-                        low=dtype, tol=low_precision.TOL[dtype])
+                feeds = low_precision.inputs(sess, DYN, rng, dtype)
+                add_run(tag, tag, ref, feeds, low=dtype, tol=low_precision.TOL[dtype])
+                # The same with the GEMMs on the tensor cores (--gpu-mma; its
+                # CPU library runs the mapping with mma.sync emulated).
+                mma = tag + "_mma"
+                compile_model(args.gatec, model, os.path.join(out, "e2e", mma + ".cuda.so"),
+                              cuda + ["--gpu-mma"])
+                compile_model(args.gatec, model, os.path.join(out, "e2e", mma + ".cpu.so"),
+                              ["--cpu-thread-mapping", "--gpu-mma"])
+                add_run(mma, mma, ref, feeds, low=dtype, tol=low_precision.TOL[dtype])
 
     # The run-time broadcast of dynamic dims (test/scripts/
     # run_dynamic_broadcast.py): each case's library at every shape set, so

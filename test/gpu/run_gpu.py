@@ -12,7 +12,9 @@ benchmark peers), from the artifacts directory prepare.py wrote:
    another order and uses libdevice's exp/tanh). The fp16/bf16 variants
    (test/scripts/low_precision.py) compare with onnxruntime's fp32 outputs
    on the same values rounded to the type, with that script's tolerances
-   (2**-7 fp16, 2**-4 bf16), the same as on the CPU.
+   (2**-7 fp16, 2**-4 bf16), the same as on the CPU; so do their *_mma
+   libraries (--gpu-mma: the GEMMs as mma.sync on the tensor cores, which
+   only a GPU checks for real).
 3. Benchmark (when torch is importable): each block of
    bench_modules.BLOCKS (gated and ungated attention blocks, attention alone
    against torch's SDPA with and without the G1 gate, chunked gated linear

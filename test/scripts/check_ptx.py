@@ -18,11 +18,11 @@ checked too (converted into the work directory; --no-low-precision skips
 them).
 
 Prints one line per model and arch (kernels, max registers, max spill
-bytes, stack frame, shared memory per block) and a summary; exit 1 on any failure.
+bytes, stack frame, shared memory per block, mma.sync instructions if any) and a summary; exit 1 on any failure.
 
 usage: check_ptx.py [--gatec PATH] [--arch sm_80 --arch sm_90]
                     [--filter REGEX] [--max-spill-bytes N] [--keep DIR]
-                    [--no-low-precision]
+                    [--no-low-precision] [--gatec-flag FLAG]...
 """
 import argparse
 import concurrent.futures as cf
@@ -43,11 +43,11 @@ SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
                    r"(\d+) bytes spill loads")
 
 
-def check(gatec, model, arch, work, max_spill):
+def check(gatec, model, arch, work, max_spill, flags=()):
     name = os.path.basename(model)[:-5]
     out = os.path.join(work, "%s-%s" % (name, arch))
     c = subprocess.run([gatec, model, "--target=cuda", "--gpu-arch=" + arch,
-                        "--dump-kernels=" + out, "--emit=none"],
+                        "--dump-kernels=" + out, "--emit=none"] + list(flags),
                        capture_output=True, text=True)
     if c.returncode != 0:
         lines = c.stderr.strip().splitlines()
@@ -62,10 +62,13 @@ def check(gatec, model, arch, work, max_spill):
     worst = max([max(s, l) for _, s, l in spills] or [0])
     frame = max([f for f, _, _ in spills] or [0])
     smem = max([int(b) for b in SMEM.findall(res)] or [0])
+    mma = sum(open(os.path.join(out, f)).read().count("mma.sync.aligned")
+              for f in os.listdir(out) if f.endswith(".ptx"))
     ok = kernels > 0 and worst <= max_spill
     return ok, ("%s %-28s %s: %3d kernels, max %3d registers, spills %d bytes, stack %d bytes, "
-                "shared %d bytes" % ("ok  " if ok else "FAIL", name, arch, kernels,
-                                     max(regs or [0]), worst, frame, smem))
+                "shared %d bytes%s" % ("ok  " if ok else "FAIL", name, arch, kernels,
+                                       max(regs or [0]), worst, frame, smem,
+                                       ", %d mma.sync" % mma if mma else ""))
 
 
 def main():
@@ -77,6 +80,8 @@ def main():
     ap.add_argument("--keep")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-low-precision", action="store_true")
+    ap.add_argument("--gatec-flag", action="append", default=[],
+                    help="an extra gatec flag for every compile (repeatable)")
     args = ap.parse_args()
     archs = args.arch or ["sm_80", "sm_90"]
     work = args.keep or tempfile.mkdtemp(prefix="gatec-ptx-")
@@ -96,7 +101,8 @@ def main():
     jobs = [(m, a) for m in models for a in archs]
     failures = 0
     with cf.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(check, args.gatec, m, a, work, args.max_spill_bytes)
+        futures = [pool.submit(check, args.gatec, m, a, work, args.max_spill_bytes,
+                               args.gatec_flag)
                    for m, a in jobs]
         for f in futures:
             ok, line = f.result()

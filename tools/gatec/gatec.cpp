@@ -92,6 +92,13 @@ static cl::opt<std::string> dumpKernels(
              "ptxas resource usage (registers, shared memory, spills) to "
              "DIR/resources.txt"),
     cl::value_desc("dir"), cl::cat(gatecCat));
+static cl::opt<bool> gpuMma(
+    "gpu-mma",
+    cl::desc("--target=cuda: fp16/bf16 GEMMs on the tensor cores "
+             "(mma.sync.m16n8k16, fp32 accumulation; sm_80 and later); with "
+             "--cpu-thread-mapping, their emulation on the CPU. Not yet run "
+             "on a GPU: off by default"),
+    cl::init(false), cl::cat(gatecCat));
 static cl::opt<bool> cpuThreadMapping(
     "cpu-thread-mapping",
     cl::desc("--target=cpu: run the GPU's block/thread mapping on the CPU "
@@ -191,6 +198,7 @@ int main(int argc, char **argv) {
   gatec::pipelineOptions().gpuFormat = gpuFormat;
   gatec::pipelineOptions().gpuThreads = gpuThreads;
   gatec::pipelineOptions().cpuThreadMapping = cpuThreadMapping;
+  gatec::pipelineOptions().gpuMma = gpuMma;
 
   if (emit.empty()) {
     StringRef o(outputFile);
