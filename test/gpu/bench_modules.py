@@ -19,6 +19,14 @@ PyTorch peers on the same weights and inputs).
                       PyTorch chunked form, torch.compile of it, and
                       flash-linear-attention's chunk_simple_gla where the GPU
                       machine has it
+  bench_swiglu_bf16   a bf16 SwiGLU feed-forward block (d_model 512, hidden
+                      1024; x and y fp32 at the interface, cast inside), the
+                      GEMMs on the fp32 units (gatec's default)
+  bench_swiglu_bf16_mma
+                      the same library compiled with --gpu-mma (the GEMMs as
+                      mma.sync on the tensor cores): the tensor cores' gain
+                      is the ratio of the two rows; TFLOP/s against the bf16
+                      GEMM peak
 
 Self-attention blocks: d_model 256, 4 heads of 64, dynamic batch and
 sequence. Weights are saved by prepare.py (state_dict as .npz) and loaded by
@@ -38,6 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import export_models as em  # noqa: E402
 
 D_MODEL, HEADS, HEAD_DIM = 256, 4, 64
+FFN_D, FFN_H = 512, 1024  # small: the artifacts travel to the GPU machine
 GLA_CHUNK = 64
 
 
@@ -110,6 +119,24 @@ class ChunkedSimpleGla(torch.nn.Module):
         return torch.cat(out, 2).transpose(1, 2).reshape(B, T, H * D)
 
 
+class Bf16SwiGLU(torch.nn.Module):
+    """SwiGLU FFN, W2(silu(W1 x) * W3 x) (Shazeer, "GLU Variants Improve
+    Transformer", 2020), with bf16 weights and activations; fp32 in and out
+    so that the benchmark's inputs and outputs stay numpy-friendly."""
+
+    def __init__(self, d=FFN_D, h=FFN_H):
+        super().__init__()
+        self.w1 = torch.nn.Linear(d, h, bias=False)
+        self.w3 = torch.nn.Linear(d, h, bias=False)
+        self.w2 = torch.nn.Linear(h, d, bias=False)
+        self.to(torch.bfloat16)
+
+    def forward(self, x):
+        x = x.to(torch.bfloat16)
+        y = self.w2(torch.nn.functional.silu(self.w1(x)) * self.w3(x))
+        return y.float()
+
+
 def fla_simple_gla():
     """flash-linear-attention's chunk_simple_gla as a peer taking the ONNX
     layout, or (None, reason) where it is not installed or cannot run."""
@@ -160,7 +187,10 @@ BTHD = lambda b, t: (b, t, HEADS * HEAD_DIM)  # noqa: E731
 # name -> how to build, export and feed it. `inputs`: (name, shape(b, t),
 # draw(shape, rng)); `peer`: the module PyTorch runs (eager, torch.compile);
 # `export`: the module exported to ONNX (None: `onnx` builds the model);
-# `flops(b, t)`: the useful floating-point work (TFLOP/s column).
+# `flops(b, t)`: the useful floating-point work (TFLOP/s column); optional:
+# `gatec_flags` (extra flags of the CUDA compile), `tol` (max scaled error vs
+# PyTorch; 1e-3), `peak` (the peak the TFLOP/s are compared with),
+# `same_as` (a block with the same model, weights and CPU library).
 BLOCKS = {
     "bench_gated_attn": dict(
         seed=2001, inputs=[("x", lambda b, t: (b, t, D_MODEL), _normal)],
@@ -184,6 +214,17 @@ BLOCKS = {
         export=None, peer=ChunkedSimpleGla,
         flops=lambda b, t: 4 * b * HEADS * t * HEAD_DIM * HEAD_DIM,  # recurrent form
         extra_peer=fla_simple_gla),
+    "bench_swiglu_bf16": dict(
+        seed=2004, inputs=[("x", lambda b, t: (b, t, FFN_D), _normal)],
+        export=Bf16SwiGLU, peer=Bf16SwiGLU,
+        flops=lambda b, t: 2 * 3 * b * t * FFN_D * FFN_H,
+        tol=2.0 ** -4, peak="bf16 GEMM"),  # test/scripts/low_precision.py's bf16 tolerance
+    "bench_swiglu_bf16_mma": dict(
+        seed=2004, inputs=[("x", lambda b, t: (b, t, FFN_D), _normal)],
+        export=Bf16SwiGLU, peer=Bf16SwiGLU,
+        flops=lambda b, t: 2 * 3 * b * t * FFN_D * FFN_H,
+        tol=2.0 ** -4, peak="bf16 GEMM", gatec_flags=["--gpu-mma"],
+        same_as="bench_swiglu_bf16"),
 }
 
 

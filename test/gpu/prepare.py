@@ -20,7 +20,7 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
   e2e/bcast_<case>.*     the run-time broadcast cases of
                          test/scripts/run_dynamic_broadcast.py, one library
                          each, run at every shape set of the case
-  bench/<name>.onnx/.cuda.so/.cpu.so/.npz
+  bench/<name>.cuda.so/.cpu.so/.npz
                          the benchmark blocks (bench_modules.BLOCKS) at
                          d_model 256, exported here with PyTorch (when this
                          Python has torch; else no benchmark), their weights
@@ -185,12 +185,25 @@ def main():
             seqs = [int(s) for s in args.bench_seq.split(",")]
             for name, spec in bm.BLOCKS.items():
                 b = os.path.join(out, "bench", name)
+                base = spec.get("same_as")
+                if base:  # the same model: only the CUDA library differs
+                    src = os.path.join(out, "bench", base)
+                    compile_model(args.gatec, src + ".onnx", b + ".cuda.so",
+                                  cuda + spec.get("gatec_flags", []))
+                    manifest["bench"].append(dict(
+                        [e for e in manifest["bench"] if e["name"] == base][0],
+                        name=name, cuda="bench/%s.cuda.so" % name))
+                    print("prepared %s" % name, flush=True)
+                    continue
                 if spec["export"] is None:
                     bm.gla_onnx(b + ".onnx", args.bench_batch)
                     np.savez(b + ".npz")
                 else:
                     m = bm.build(name)
-                    np.savez(b + ".npz", **{k: v.numpy() for k, v in m.state_dict().items()})
+                    # fp32 (numpy has no bf16; bf16 values are exact in
+                    # fp32, and load_state_dict converts back)
+                    np.savez(b + ".npz", **{k: v.float().numpy()
+                                            for k, v in m.state_dict().items()})
                     ins = bm.draw_inputs(name, 2, 8, 0)
                     # The axes of batch and sequence: where the sizes 11 and 13 land.
                     axes = {n: {shape(11, 13).index(11): "batch",
@@ -204,7 +217,8 @@ def main():
                                           b + ".onnx", dynamo=False, opset_version=17,
                                           input_names=list(ins), output_names=["y"],
                                           dynamic_axes=axes)
-                compile_model(args.gatec, b + ".onnx", b + ".cuda.so", cuda)
+                compile_model(args.gatec, b + ".onnx", b + ".cuda.so",
+                              cuda + spec.get("gatec_flags", []))
                 compile_model(args.gatec, b + ".onnx", b + ".cpu.so", [])
                 # Inputs are drawn on the GPU machine from these seeds (numpy's
                 # PCG64 is the same everywhere), not carried.
@@ -214,6 +228,10 @@ def main():
                                           "weights": "bench/%s.npz" % name,
                                           "batch": args.bench_batch, "inputs": xs})
                 print("prepared %s" % name, flush=True)
+            # The models themselves stay here: the GPU machine runs libraries.
+            for f in os.listdir(os.path.join(out, "bench")):
+                if f.endswith(".onnx"):
+                    os.remove(os.path.join(out, "bench", f))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     size = sum(os.path.getsize(os.path.join(dp, fn))
