@@ -63,6 +63,12 @@ FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
         resultDims(op.getMatchingIndexingMap(&init));
     if (failed(outDims) || outDims->size() != iters.size() - 1)
       return failure();
+    // The output is indexed by exactly the parallel dims, each once.
+    SmallVector<unsigned> sorted(*outDims);
+    llvm::sort(sorted);
+    for (unsigned i = 0, d = 0; d < iters.size(); ++d)
+      if (d != c.kDim && (i >= sorted.size() || sorted[i++] != d))
+        return failure();
     SmallVector<unsigned> rowDims(outDims->begin(), outDims->end() - 1);
     if (j == 0) {
       c.nDim = outDims->back();
@@ -92,9 +98,16 @@ FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
     FailureOr<SmallVector<unsigned>> dx = dimsOf(ox), dy = dimsOf(oy);
     if (failed(dx) || failed(dy))
       return failure();
-    if (*dx == bDims && *dy == aDims)
+    // In any order (a transposed operand, e.g. attention's keys in QK^T):
+    // every element is addressed through the operand's own map.
+    auto sameDims = [](SmallVector<unsigned> x, SmallVector<unsigned> y) {
+      llvm::sort(x);
+      llvm::sort(y);
+      return x == y;
+    };
+    if (sameDims(*dx, bDims) && sameDims(*dy, aDims))
       std::swap(ox, oy);
-    else if (!(*dx == aDims && *dy == bDims))
+    else if (!(sameDims(*dx, aDims) && sameDims(*dy, bDims)))
       return failure();
     if (c.a && c.a != ox)
       return failure();

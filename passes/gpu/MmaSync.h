@@ -14,7 +14,8 @@ namespace gatec::gpu {
 /// A linalg op on buffers that --distribute-to-threads{mma=...} runs on the
 /// tensor cores: one reduction dim k; outputs j (f32) indexed by every
 /// parallel dim with n last, each accumulating extf(A) * extf(B_j) with A
-/// (bf16 or f16) indexed (rows..., k) and B_j (same type) indexed (k, n);
+/// (bf16 or f16) indexed by (rows..., k) and B_j (same type) by (k, n), each
+/// in any order;
 /// static n % 8 == 0 and k % 16 == 0; any number of rows, static or not
 /// (the last 16-row tile is masked).
 struct MmaContraction {

@@ -46,6 +46,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import export_models as em  # noqa: E402
 
 D_MODEL, HEADS, HEAD_DIM = 256, 4, 64
+# Suffix of a weight saved as its bf16 bits (int16) in the .npz files.
+BF16_BITS = "@bf16"
 FFN_D, FFN_H = 512, 1024  # small: the artifacts travel to the GPU machine
 GLA_CHUNK = 64
 
@@ -218,7 +220,9 @@ BLOCKS = {
         seed=2004, inputs=[("x", lambda b, t: (b, t, FFN_D), _normal)],
         export=Bf16SwiGLU, peer=Bf16SwiGLU,
         flops=lambda b, t: 2 * 3 * b * t * FFN_D * FFN_H,
-        tol=2.0 ** -4, peak="bf16 GEMM"),  # test/scripts/low_precision.py's bf16 tolerance
+        # PyTorch rounds each op to bf16 at other points than gatec: 4x
+        # test/scripts/low_precision.py's bf16 tolerance against it
+        tol=2.0 ** -4, peak="bf16 GEMM"),
     "bench_swiglu_bf16_mma": dict(
         seed=2004, inputs=[("x", lambda b, t: (b, t, FFN_D), _normal)],
         export=Bf16SwiGLU, peer=Bf16SwiGLU,

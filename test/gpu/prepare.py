@@ -21,11 +21,13 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
                          test/scripts/run_dynamic_broadcast.py, one library
                          each, run at every shape set of the case
   bench/<name>.cuda.so/.cpu.so/.npz
-                         the benchmark blocks (bench_modules.BLOCKS) at
-                         d_model 256, exported here with PyTorch (when this
-                         Python has torch; else no benchmark), their weights
-                         for the PyTorch peers; the inputs at each
-                         --bench-seq are drawn there from a seed
+                         the benchmark blocks (bench_modules.BLOCKS),
+                         exported here with PyTorch (when this Python has
+                         torch; else no benchmark), their CUDA libraries as
+                         cubin only (--gpu-format=bin), their weights for the
+                         PyTorch peers; the inputs at each --bench-seq are
+                         drawn there from a seed. All of it: about 50 MiB,
+                         under the 64 MiB a device run can carry
   manifest.json          what to run and with which tolerances
 
 usage: prepare.py [--gatec PATH] [--out DIR] [--arch sm_90]
@@ -189,7 +191,7 @@ def main():
                 if base:  # the same model: only the CUDA library differs
                     src = os.path.join(out, "bench", base)
                     compile_model(args.gatec, src + ".onnx", b + ".cuda.so",
-                                  cuda + spec.get("gatec_flags", []))
+                                  cuda + ["--gpu-format=bin"] + spec.get("gatec_flags", []))
                     manifest["bench"].append(dict(
                         [e for e in manifest["bench"] if e["name"] == base][0],
                         name=name, cuda="bench/%s.cuda.so" % name))
@@ -200,10 +202,12 @@ def main():
                     np.savez(b + ".npz")
                 else:
                     m = bm.build(name)
-                    # fp32 (numpy has no bf16; bf16 values are exact in
-                    # fp32, and load_state_dict converts back)
-                    np.savez(b + ".npz", **{k: v.float().numpy()
-                                            for k, v in m.state_dict().items()})
+                    # bf16 as its bits (numpy has no bf16): run_gpu.py views
+                    # the int16 arrays of keys ending in BF16_BITS as bf16
+                    np.savez(b + ".npz", **{
+                        (k + bm.BF16_BITS if v.dtype == torch.bfloat16 else k):
+                        (v.view(torch.int16) if v.dtype == torch.bfloat16 else v).numpy()
+                        for k, v in m.state_dict().items()})
                     ins = bm.draw_inputs(name, 2, 8, 0)
                     # The axes of batch and sequence: where the sizes 11 and 13 land.
                     axes = {n: {shape(11, 13).index(11): "batch",
@@ -217,8 +221,10 @@ def main():
                                           b + ".onnx", dynamo=False, opset_version=17,
                                           input_names=list(ins), output_names=["y"],
                                           dynamic_axes=axes)
+                # cubin only (not also PTX): the weights are in the kernels'
+                # modules, and the libraries travel to the GPU machine
                 compile_model(args.gatec, b + ".onnx", b + ".cuda.so",
-                              cuda + spec.get("gatec_flags", []))
+                              cuda + ["--gpu-format=bin"] + spec.get("gatec_flags", []))
                 compile_model(args.gatec, b + ".onnx", b + ".cpu.so", [])
                 # Inputs are drawn on the GPU machine from these seeds (numpy's
                 # PCG64 is the same everywhere), not carried.

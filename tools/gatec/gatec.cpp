@@ -224,6 +224,13 @@ int main(int argc, char **argv) {
                       "(sm_70 or newer, e.g. sm_80, sm_90)\n";
       return 1;
     }
+    if (gpuMma && sm < 80) {
+      llvm::errs() << "gatec: --gpu-mma needs sm_80 or newer (mma.sync with "
+                      "bf16/f16 operands and fp32 accumulators, m16n8k16); "
+                      "--gpu-arch="
+                   << gpuArch << "\n";
+      return 1;
+    }
     if (gpuFormat != "fatbin" && gpuFormat != "bin" && gpuFormat != "isa") {
       llvm::errs() << "gatec: unknown --gpu-format=" << gpuFormat
                    << " (fatbin, bin, isa)\n";

@@ -154,3 +154,33 @@ func.func @not_mma(%x: memref<16x16xf32>, %w: memref<16x8xf32>, %y: memref<16x8x
   }
   return
 }
+
+// -----
+
+#a = affine_map<(m, j, k) -> (m, k)>
+#b = affine_map<(m, j, k) -> (k, m)>
+#u = affine_map<(m, j, k) -> (j)>
+#o = affine_map<(m, j, k) -> (m, m)>
+
+// Not a GEMM although its body is one: the output is not indexed by every
+// parallel dim once (a diagonal, repeated along j).
+// CHECK-LABEL: func.func @diagonal_output
+// CHECK-NOT:   nvvm.mma.sync
+// CHECK:       } {mapping = [#gpu.thread<x>]}
+func.func @diagonal_output(%x: memref<16x16xbf16>, %w: memref<16x16xbf16>,
+                           %z: memref<8xbf16>, %y: memref<16x16xf32>) {
+  scf.forall (%i) in (1) {
+    linalg.generic {indexing_maps = [#a, #b, #u, #o],
+                    iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %w, %z : memref<16x16xbf16>, memref<16x16xbf16>, memref<8xbf16>)
+        outs(%y : memref<16x16xf32>) {
+    ^bb0(%in: bf16, %in1: bf16, %in2: bf16, %out: f32):
+      %0 = arith.extf %in : bf16 to f32
+      %1 = arith.extf %in1 : bf16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+  }
+  return
+}
