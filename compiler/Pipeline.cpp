@@ -78,6 +78,10 @@ std::vector<Phase> commonPhases() {
            f.addPass(tiling::createFuseElementwise());
          tiling::TileAndFuseLinalgOptions tiling;
          tiling.fuseProducers = pipelineOptions().fuseProducers;
+         // mma.sync takes 16 rows: row blocks of 16 fill its tiles (with
+         // --cpu-thread-mapping too, so that the CPU runs the same tiles).
+         if (pipelineOptions().gpuMma)
+           tiling.rows = 16;
          f.addPass(tiling::createTileAndFuseLinalg(tiling));
          f.addPass(tiling::createInnermostParallelLoop());
          f.addPass(mlir::createCanonicalizerPass());

@@ -95,7 +95,8 @@ static cl::opt<std::string> dumpKernels(
 static cl::opt<bool> gpuMma(
     "gpu-mma",
     cl::desc("--target=cuda: fp16/bf16 GEMMs on the tensor cores "
-             "(mma.sync.m16n8k16, fp32 accumulation; sm_80 and later); with "
+             "(mma.sync.m16n8k16, fp32 accumulation; sm_80 and later; row "
+             "blocks of 16 instead of 8); with "
              "--cpu-thread-mapping, their emulation on the CPU. Not yet run "
              "on a GPU: off by default"),
     cl::init(false), cl::cat(gatecCat));
