@@ -16,6 +16,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
+#include "passes/gpu/MmaSync.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
 
@@ -27,6 +28,8 @@ namespace {
 struct Kernel {
   std::string kind, node;
   int64_t read = 0, written = 0;
+  /// GEMMs --gpu-mma runs on the tensor cores (mma.sync).
+  int mma = 0;
 };
 
 /// The allocation a view (subview, reshape, cast) looks into.
@@ -55,8 +58,12 @@ int64_t bytesOf(Type t, int64_t dynamicDim) {
 
 /// Bytes a top-level op moves: every buffer it uses that is defined outside
 /// it counts once, as written if anything in it writes there, else as read.
-Kernel measure(Operation *op, int64_t dynamicDim) {
+Kernel measure(Operation *op, int64_t dynamicDim, bool mma) {
   Kernel k;
+  if (mma)
+    op->walk([&](linalg::LinalgOp l) {
+      k.mma += succeeded(gpu::matchMmaContraction(l));
+    });
   k.node = describeNode(op->getLoc());
   k.kind = op->getName().getStringRef().str();
   llvm::SetVector<Value> used;
@@ -111,7 +118,8 @@ FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
   SmallVector<Kernel> out;
   for (Operation &op : f.getBody().front())
     if (isKernel(op))
-      out.push_back(measure(&op, dynamicDim));
+      out.push_back(
+          measure(&op, dynamicDim, opts.gpuMma && opts.target == "cuda"));
   return out;
 }
 
@@ -122,7 +130,11 @@ void printKernels(llvm::raw_ostream &os, StringRef title, ArrayRef<Kernel> ks) {
     os << llvm::format("  %3zu  %-14s read %10lld B  write %10lld B  ", i + 1,
                        ks[i].kind.c_str(), (long long)ks[i].read,
                        (long long)ks[i].written)
-       << ks[i].node << "\n";
+       << ks[i].node;
+    if (ks[i].mma)
+      os << "  [tensor cores: " << ks[i].mma << " GEMM"
+         << (ks[i].mma > 1 ? "s" : "") << "]";
+    os << "\n";
     r += ks[i].read;
     w += ks[i].written;
   }
