@@ -245,6 +245,10 @@ int main(int argc, char **argv) {
   } else if (!dumpKernels.empty()) {
     llvm::errs() << "gatec: --dump-kernels needs --target=cuda\n";
     return 1;
+  } else if (gpuMma && !cpuThreadMapping) {
+    llvm::errs() << "gatec: --gpu-mma needs --target=cuda (or, to check "
+                    "its mapping on the CPU, --cpu-thread-mapping)\n";
+    return 1;
   }
   bool binary = emit == "lib" || emit == "obj";
   if (binary && outputFile == "-") {
