@@ -109,8 +109,12 @@ void widen(MutableArrayRef<Projection> group) {
   auto type = RankedTensorType::get({k, total}, et);
   auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(bytes), alignof(double));
-  auto attr = DenseResourceElementsAttr::get(type, "widened_projection",
-                                             std::move(blob));
+  // Named after the function: functions are widened in parallel, and the
+  // blob names of one context are uniqued in the order they are created.
+  std::string name = "widened_projection";
+  if (auto f = group.front().op->getParentOfType<FunctionOpInterface>())
+    name += "_" + f.getName().str();
+  auto attr = DenseResourceElementsAttr::get(type, name, std::move(blob));
   SmallVector<Location> weightLocs, opLocs;
   for (Projection &p : group) {
     weightLocs.push_back(p.weight.getLoc());

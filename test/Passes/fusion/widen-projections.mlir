@@ -5,7 +5,7 @@
 // below checks the column layout: row r of the wide weight is row r of Wq,
 // Wk, Wv, Wg side by side.
 // CHECK-LABEL: func.func @qkv_gate
-// CHECK:         %[[W:.*]] = onnx.Constant dense_resource<widened_projection> : tensor<8x12xf32>
+// CHECK:         %[[W:.*]] = onnx.Constant dense_resource<widened_projection_qkv_gate> : tensor<8x12xf32>
 // CHECK:         %[[Y:.*]] = "onnx.MatMul"(%arg0, %[[W]]) : (tensor<2x5x8xf32>, tensor<8x12xf32>) -> tensor<2x5x12xf32>
 // CHECK-COUNT-4: "onnx.Slice"(%[[Y]],
 // CHECK-NOT:     "onnx.MatMul"(%arg0
@@ -29,7 +29,7 @@ func.func @qkv_gate(%x: tensor<2x5x8xf32>, %other: tensor<2x5x8xf32>)
 // Projections with biases: the biases are concatenated too (zeros where a
 // projection has none) and added to the wide GEMM (its epilogue).
 // CHECK-LABEL: func.func @biases
-// CHECK:         %[[W:.*]] = onnx.Constant dense_resource<widened_projection{{.*}}> : tensor<8x8xf32>
+// CHECK:         %[[W:.*]] = onnx.Constant dense_resource<widened_projection_biases> : tensor<8x8xf32>
 // CHECK:         %[[Y:.*]] = "onnx.MatMul"(%arg0, %[[W]])
 // CHECK:         %[[B:.*]] = onnx.Constant dense_resource<widened_bias> : tensor<8xf32>
 // CHECK:         %[[S:.*]] = "onnx.Add"(%[[Y]], %[[B]])
@@ -59,6 +59,6 @@ func.func @alone(%x: tensor<3x8xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
 
 // The wide weight, printed with the module: row 0 is Wq (1 1 1 2), Wk (1 2),
 // Wv (0.5 0.25), Wg (1 0 0 0), little-endian f32 after the alignment word.
-// CHECK: widened_projection: "0x080000000000803F0000803F0000803F000000400000803F000000400000003F0000803E0000803F000000000000000000000000
+// CHECK: widened_projection_qkv_gate: "0x080000000000803F0000803F0000803F000000400000803F000000400000003F0000803E0000803F000000000000000000000000
 // The bias of @biases: zeros for the first projection, then 0.5 1.5 2.5 3.5.
 // CHECK: widened_bias: "0x08000000000000000000000000000000000000000000003F0000C03F0000204000006040"
