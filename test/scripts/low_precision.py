@@ -44,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(ROOT, "test", "models")
 sys.path.insert(0, HERE)
-from e2e_models import DYN_RUNS  # noqa: E402
+from e2e_models import DYN_RUNS, inputs_for  # noqa: E402
 
 # A spread of the gates and blocks: GLU FFNs, G1-gated attention (token- and
 # head-major, static and dynamic), a GTrXL gated residual, the Llama block
@@ -240,17 +240,10 @@ def convert(model, dtype):
 
 
 def inputs(sess, sizes, rng, dtype):
-    feeds = {}
-    for i in sess.get_inputs():
-        shape = [d if isinstance(d, int) else sizes.get(d, 4) for d in i.shape]
-        if i.type == "tensor(float)":
-            feeds[i.name] = rng.standard_normal(shape).astype(NP[dtype])
-        elif i.type == "tensor(bool)":
-            feeds[i.name] = rng.integers(0, 2, shape).astype(np.bool_)
-        else:
-            feeds[i.name] = rng.integers(0, 2, shape).astype(
-                {"tensor(int64)": np.int64, "tensor(int32)": np.int32}[i.type])
-    return feeds
+    """The e2e suite's input draws (e2e_models.inputs_for), float inputs
+    rounded to `dtype`."""
+    return {k: (v.astype(NP[dtype]) if v.dtype == np.float32 else v)
+            for k, v in inputs_for(sess, sizes, rng).items()}
 
 
 def save_tensor(path, v):
