@@ -102,15 +102,13 @@ FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
                                                  const PipelineOptions &opts,
                                                  int64_t dynamicDim) {
   OwningOpRef<ModuleOp> m(cast<ModuleOp>(imported->clone()));
-  PipelineOptions saved = pipelineOptions();
-  pipelineOptions() = opts;
-  int last = findPhase("tiled");
+  std::vector<Phase> phases = buildPhases(opts);
+  int last = findPhase(phases, "tiled");
   PassManager pm(m->getContext());
   for (int i = firstPhase; i <= last; ++i)
-    getPhases()[i].addPasses(pm);
-  LogicalResult r = pm.run(*m);
-  pipelineOptions() = saved;
-  if (failed(r))
+    if (failed(phases[i].addPasses(pm)))
+      return failure();
+  if (failed(pm.run(*m)))
     return failure();
   auto f = m->lookupSymbol<func::FuncOp>("main_graph");
   if (!f || f.isExternal())
@@ -145,8 +143,9 @@ void printKernels(llvm::raw_ostream &os, StringRef title, ArrayRef<Kernel> ks) {
 } // namespace
 
 LogicalResult printFusionReport(ModuleOp imported, int firstPhase,
+                                const PipelineOptions &options,
                                 int64_t dynamicDim, llvm::raw_ostream &os) {
-  PipelineOptions fused = pipelineOptions();
+  PipelineOptions fused = options;
   PipelineOptions unfused = fused;
   unfused.flashAttention = false;
   unfused.widenProjections = false;

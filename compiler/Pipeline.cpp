@@ -1,8 +1,6 @@
 //===- Pipeline.cpp - the phases of gatec ---------------------------------===//
 #include "compiler/Pipeline.h"
 
-#include "dialects/gated/GatedDialect.h"
-#include "dialects/onnx/OnnxDialect.h"
 #include "passes/conversion/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/gated/Passes.h"
@@ -11,32 +9,39 @@
 #include "passes/tiling/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace gatec {
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
 
-PipelineOptions &pipelineOptions() {
-  static PipelineOptions options;
-  return options;
+LogicalResult addPassPipeline(mlir::OpPassManager &pm, llvm::StringRef phase,
+                              llvm::StringRef pipeline) {
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (succeeded(mlir::parsePassPipeline(pipeline, pm, os)))
+    return success();
+  llvm::errs() << "gatec: internal error: the pass pipeline of phase '" << phase
+               << "' does not parse: " << err << "\n  pipeline: '" << pipeline
+               << "'\n";
+  return failure();
 }
 
 namespace {
 /// Phases 1-5, shared by every target.
-std::vector<Phase> commonPhases() {
+std::vector<Phase> commonPhases(const PipelineOptions &o) {
   return {
       {"onnx", "ONNX ops as imported; shapes inferred, shape chains folded",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          pm.addNestedPass<mlir::func::FuncOp>(onnx::createOnnxShapeInference());
          pm.addPass(mlir::createCSEPass());
+         return success();
        }},
       {"gated", "gate constructs raised to gated ops",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          auto &f = pm.nest<mlir::func::FuncOp>();
          f.addPass(gated::createRaiseNorms());
          f.addPass(gated::createRaiseAttention());
@@ -46,41 +51,44 @@ std::vector<Phase> commonPhases() {
          f.addPass(gated::createRaiseLinearAttention());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
+         return success();
        }},
       {"fused", "gates fused into the kernels that produce their operands",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          // The G1 gate is fused into the attention kernel's epilogue and
          // GEMM epilogues into their GEMMs by the tiled phase's passes
          // (--tile-attention, --tile-and-fuse-linalg).
-         if (pipelineOptions().widenProjections)
+         if (o.widenProjections)
            pm.addNestedPass<mlir::func::FuncOp>(
                fusion::createWidenProjections());
          pm.addNestedPass<mlir::func::FuncOp>(
              gated::createChunkLinearAttention());
          pm.addPass(mlir::createCSEPass());
+         return success();
        }},
       {"linalg", "everything as linalg/tensor/arith/math on tensors",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          auto &f = pm.nest<mlir::func::FuncOp>();
          f.addPass(conversion::createConvertLinearAttentionToLoops());
          f.addPass(conversion::createConvertGatedToLinalg(
-             {/*keepAttention=*/pipelineOptions().flashAttention}));
+             {/*keepAttention=*/o.flashAttention}));
          f.addPass(conversion::createConvertOnnxToLinalg());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
+         return success();
        }},
       {"tiled", "bufferized, tiled loops (scf.forall) on memrefs",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          auto &f = pm.nest<mlir::func::FuncOp>();
-         if (pipelineOptions().flashAttention)
+         if (o.flashAttention)
            f.addPass(tiling::createTileAttention());
-         if (pipelineOptions().fuseProducers)
+         if (o.fuseProducers)
            f.addPass(tiling::createFuseElementwise());
          tiling::TileAndFuseLinalgOptions tiling;
-         tiling.fuseProducers = pipelineOptions().fuseProducers;
+         tiling.fuseProducers = o.fuseProducers;
          // mma.sync takes 16 rows: row blocks of 16 fill its tiles (with
          // --cpu-thread-mapping too, so that the CPU runs the same tiles).
-         if (pipelineOptions().gpuMma)
+         if (o.gpuMma)
            tiling.rows = 16;
          f.addPass(tiling::createTileAndFuseLinalg(tiling));
          f.addPass(tiling::createInnermostParallelLoop());
@@ -88,15 +96,15 @@ std::vector<Phase> commonPhases() {
          f.addPass(mlir::createCSEPass());
          // Function results are owned by the caller (the ABI wrapper frees
          // them after copying into the runtime's buffers).
-         (void)mlir::parsePassPipeline(
+         return addPassPipeline(
+             pm, "tiled",
              "one-shot-bufferize{bufferize-function-boundaries "
              "function-boundary-type-conversion=identity-layout-map},"
              "ownership-based-buffer-deallocation,canonicalize,"
              "buffer-deallocation-simplification,"
              "bufferization-lower-deallocations,convert-bufferization-to-"
              "memref,"
-             "cse,canonicalize",
-             pm);
+             "cse,canonicalize");
        }},
   };
 }
@@ -106,17 +114,18 @@ const char *kHostToLLVM =
     "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
     "lower-affine,";
 
-Phase cpuPhase() {
+Phase cpuPhase(const PipelineOptions &o) {
   return {"cpu", "loops, LLVM dialect for the host CPU",
-          [](mlir::OpPassManager &pm) {
-            if (pipelineOptions().cpuThreadMapping) {
-              gpu::DistributeToThreadsOptions o;
-              o.threads = pipelineOptions().gpuThreads;
-              o.mma = pipelineOptions().gpuMma ? "emulate" : "none";
+          [o](mlir::OpPassManager &pm) -> LogicalResult {
+            if (o.cpuThreadMapping) {
+              gpu::DistributeToThreadsOptions d;
+              d.threads = o.gpuThreads;
+              d.mma = o.gpuMma ? "emulate" : "none";
               pm.addNestedPass<mlir::func::FuncOp>(
-                  gpu::createDistributeToThreads(o));
+                  gpu::createDistributeToThreads(d));
             }
-            (void)mlir::parsePassPipeline(
+            return addPassPipeline(
+                pm, "cpu",
                 std::string(kHostToLLVM) +
                     // Each scf.forall iteration is a task for an OpenMP
                     // thread; the alloca scopes the OpenMP conversion adds
@@ -134,52 +143,52 @@ Phase cpuPhase() {
                     "bf16-arith-to-f32,arith-expand{include-bf16=true},"
                     "convert-scf-to-cf,lower-run-time-checks,"
                     "convert-math-to-llvm,convert-math-to-"
-                    "libm,convert-to-llvm,reconcile-unrealized-casts",
-                pm);
+                    "libm,convert-to-llvm,reconcile-unrealized-casts");
           }};
 }
 
-std::vector<Phase> cudaPhases() {
+std::vector<Phase> cudaPhases(const PipelineOptions &o) {
   return {
       {"gpu", "tiled loops mapped onto blocks and threads, kernels outlined",
-       [](mlir::OpPassManager &pm) {
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
          gpu::DistributeToThreadsOptions d;
-         d.threads = pipelineOptions().gpuThreads;
-         d.mma = pipelineOptions().gpuMma ? "sync" : "none";
+         d.threads = o.gpuThreads;
+         d.mma = o.gpuMma ? "sync" : "none";
          // No canonicalization in between: it would fold one-block loops
          // (the kernels of host ops) into their bodies.
          pm.addNestedPass<mlir::func::FuncOp>(
              gpu::createDistributeToThreads(d));
          gpu::MapForallToGpuOptions m;
-         m.threads = pipelineOptions().gpuThreads;
+         m.threads = o.gpuThreads;
          pm.addPass(gpu::createMapForallToGpu(m));
          pm.addNestedPass<mlir::func::FuncOp>(gpu::createDeviceMemory());
          // Outlined first: the canonicalizer would hoist the constants the
          // mapping sank into the kernels back to the host function.
-         (void)mlir::parsePassPipeline("gpu-kernel-outlining", pm);
+         if (failed(addPassPipeline(pm, "gpu", "gpu-kernel-outlining")))
+           return failure();
          pm.addNestedPass<mlir::gpu::GPUModuleOp>(
              gpu::createAlignWorkgroupMemory());
          pm.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
+         return success();
        }},
       {"nvvm", "kernels in the NVVM dialect; host code still on memrefs",
-       [](mlir::OpPassManager &pm) {
-         const PipelineOptions &o = pipelineOptions();
-         (void)mlir::parsePassPipeline(
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
+         return addPassPipeline(
+             pm, "nvvm",
              "nvvm-attach-target{chip=" + o.gpuArch +
                  " features=+ptx80 O=3},"
                  "gpu.module(lower-affine,expand-strided-metadata,"
                  "lower-affine,convert-vector-to-scf,convert-scf-to-cf,"
                  "convert-vector-to-llvm,convert-gpu-to-nvvm{index-"
-                 "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)",
-             pm);
+                 "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)");
        }},
       {"ptx",
        "kernels as PTX/cubin embedded in the host module (LLVM "
        "dialect); host code calls the CUDA runtime",
-       [](mlir::OpPassManager &pm) {
-         const PipelineOptions &o = pipelineOptions();
-         (void)mlir::parsePassPipeline(
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
+         return addPassPipeline(
+             pm, "ptx",
              std::string(kHostToLLVM) +
                  // Launches, copies and allocations become asynchronous on
                  // one stream, with host waits only where the host needs
@@ -192,57 +201,35 @@ std::vector<Phase> cudaPhases() {
                  "convert-to-llvm,"
                  "reconcile-unrealized-casts,"
                  "gpu-module-to-binary{format=" +
-                 o.gpuFormat + "},canonicalize",
-             pm);
+                 o.gpuFormat + "},canonicalize");
        }},
   };
 }
 } // namespace
 
-const std::vector<Phase> &getPhases() {
-  static std::vector<Phase> phases;
-  static std::string builtFor;
-  if (builtFor != pipelineOptions().target || phases.empty()) {
-    builtFor = pipelineOptions().target;
-    phases = commonPhases();
-    if (builtFor == "cuda") {
-      auto gpuPhases = cudaPhases();
-      phases.insert(phases.end(), gpuPhases.begin(), gpuPhases.end());
-    } else {
-      phases.push_back(cpuPhase());
-    }
+std::vector<Phase> buildPhases(const PipelineOptions &options) {
+  std::vector<Phase> phases = commonPhases(options);
+  if (options.target == "cuda") {
+    auto gpuPhases = cudaPhases(options);
+    phases.insert(phases.end(), gpuPhases.begin(), gpuPhases.end());
+  } else {
+    phases.push_back(cpuPhase(options));
   }
   return phases;
 }
-int findPhase(llvm::StringRef name) {
-  const auto &phases = getPhases();
+
+int findPhase(llvm::ArrayRef<Phase> phases, llvm::StringRef name) {
   for (size_t i = 0; i < phases.size(); ++i)
     if (phases[i].name == name)
       return i;
   return -1;
 }
 
-void registerGatecDialects(mlir::DialectRegistry &registry) {
-  registry.insert<onnx::OnnxDialect, gated::GatedDialect,
-                  mlir::func::FuncDialect>();
-  // The dialects, interfaces and LLVM IR translations of the lowering.
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-}
-
-void registerGatecPasses() {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
-  mlir::registerAllPasses();
-  onnx::registerOnnxPasses();
-  gated::registerGatedPasses();
-  conversion::registerConversionPasses();
-  tiling::registerTilingPasses();
-  fusion::registerFusionPasses();
-  gpu::registerGpuPasses();
+std::string phaseNames(llvm::ArrayRef<Phase> phases) {
+  std::string s;
+  for (const Phase &p : phases)
+    s += (s.empty() ? "" : ", ") + p.name;
+  return s;
 }
 
 } // namespace gatec

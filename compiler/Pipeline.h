@@ -1,6 +1,6 @@
 //===- Pipeline.h - the phases of gatec -------------------------*- C++ -*-===//
 //
-// The spine of the compiler (DESIGN.md, "Phases"): an ordered list of named
+// The spine of the compiler (docs/design.md, "Phases"): ordered, named
 // phases. Phase 1 (`onnx`) is produced by the importer; every later phase is
 // a pass pipeline that turns the IR of the previous phase into its own.
 // `--compile-to=`, `--compile-from=` and `--dump-stages=` use these names.
@@ -20,11 +20,12 @@ struct Phase {
   std::string name;
   std::string summary;
   /// Adds the passes that produce this phase from the previous one (for the
-  /// first phase: the clean-up that runs right after import).
-  std::function<void(mlir::OpPassManager &)> addPasses;
+  /// first phase: the clean-up that runs right after import); fails if one
+  /// of its textual pipelines does not parse.
+  std::function<mlir::LogicalResult(mlir::OpPassManager &)> addPasses;
 };
 
-/// Switches of the pipeline, for ablations (set before running phases).
+/// Switches of the pipeline: the target and the ablations.
 struct PipelineOptions {
   /// gated.attention as the tiled online-softmax kernel with its gate in the
   /// epilogue (--tile-attention); false: the untiled reference lowering.
@@ -50,19 +51,22 @@ struct PipelineOptions {
   /// cpuThreadMapping, their emulation on the CPU.
   bool gpuMma = false;
 };
-PipelineOptions &pipelineOptions();
+/// The phases of `options.target`, in order; each phase's passes are
+/// built from (a copy of) `options`.
+std::vector<Phase> buildPhases(const PipelineOptions &options);
 
-/// All phases of the current target (pipelineOptions().target), in order.
-const std::vector<Phase> &getPhases();
+/// Index of the phase named `name` in `phases`, or -1.
+int findPhase(llvm::ArrayRef<Phase> phases, llvm::StringRef name);
 
-/// Index of the phase named `name`, or -1.
-int findPhase(llvm::StringRef name);
+/// "onnx, gated, ...": the names of `phases`.
+std::string phaseNames(llvm::ArrayRef<Phase> phases);
 
-/// Registers every dialect gatec's IR may contain.
-void registerGatecDialects(mlir::DialectRegistry &registry);
-
-/// Registers every pass of the project (for gatec-opt and pass pipelines).
-void registerGatecPasses();
+/// Adds the textual pass pipeline `pipeline` to `pm`; a pipeline that does
+/// not parse is an error (naming the phase and MLIR's reason), never a
+/// silently shorter pipeline.
+mlir::LogicalResult addPassPipeline(mlir::OpPassManager &pm,
+                                    llvm::StringRef phase,
+                                    llvm::StringRef pipeline);
 
 } // namespace gatec
 

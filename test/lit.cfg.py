@@ -9,8 +9,27 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.gatec_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "models", "fuzz",
-                   "Inputs", "scripts"]
+# The rule: lit suites live in CamelCase folders (Import/, Passes/, ...),
+# and a suite's own data sits in its Inputs/ folder (excluded by name).
+# Folders whose names start with a lower-case letter at the top of test/
+# (models/, scripts/, gpu/, ...) hold data and scripts only: a file with a
+# test suffix there is a configuration error, not a silently skipped test.
+# No two folders differ only in case.
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+_test_root = os.path.dirname(__file__)
+for _entry in sorted(os.listdir(_test_root)):
+    _path = os.path.join(_test_root, _entry)
+    if not os.path.isdir(_path):
+        continue
+    if _entry[:1].islower():
+        for _dir, _, _files in os.walk(_path):
+            for _f in _files:
+                if os.path.splitext(_f)[1] in config.suffixes:
+                    lit_config.fatal("test/%s holds a test file (%s): lit suites "
+                                     "live in CamelCase folders" % (_entry, os.path.join(_dir, _f)))
+    for _other in os.listdir(_test_root):
+        if _other != _entry and _other.lower() == _entry.lower():
+            lit_config.fatal("test/%s and test/%s differ only in case" % (_entry, _other))
 
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%gatec_src", config.gatec_src_root))

@@ -1,9 +1,10 @@
 //===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
-#include "passes/conversion/Broadcast.h"
-#include "passes/conversion/GateMath.h"
+#include "passes/common/Activations.h"
+#include "passes/common/Broadcast.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Builders.h"
@@ -77,47 +78,18 @@ struct Lowerer {
   }
 
   // Activations, in f32.
-  Value sigmoid(OpBuilder &nb, Value z) {
-    return conversion::sigmoid(nb, loc, z);
-  }
+  Value sigmoid(OpBuilder &nb, Value z) { return common::sigmoid(nb, loc, z); }
   Value gateAct(OpBuilder &nb, gated::GateActivation a, Value z) {
-    return conversion::gateActivation(nb, loc, a, z);
+    return common::gateActivation(nb, loc, a, z);
   }
   Value gluAct(OpBuilder &nb, gated::GluActivation a, Value z) {
-    switch (a) {
-    case gated::GluActivation::sigmoid:
-      return sigmoid(nb, z);
-    case gated::GluActivation::identity:
-      return z;
-    case gated::GluActivation::relu:
-      return arith::MaximumFOp::create(nb, loc, z, cst(nb, 0.0));
-    case gated::GluActivation::gelu: {
-      Value e = math::ErfOp::create(
-          nb, loc,
-          arith::MulFOp::create(nb, loc, z, cst(nb, 1.0 / std::sqrt(2.0))));
-      Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
-      return arith::MulFOp::create(
-          nb, loc, h, arith::AddFOp::create(nb, loc, cst(nb, 1.0), e));
-    }
-    case gated::GluActivation::gelu_tanh: {
-      Value z3 = arith::MulFOp::create(nb, loc, z,
-                                       arith::MulFOp::create(nb, loc, z, z));
-      Value in = arith::AddFOp::create(
-          nb, loc, z, arith::MulFOp::create(nb, loc, cst(nb, 0.044715), z3));
-      Value t = math::TanhOp::create(
-          nb, loc,
-          arith::MulFOp::create(nb, loc, cst(nb, std::sqrt(2.0 / M_PI)), in));
-      Value h = arith::MulFOp::create(nb, loc, cst(nb, 0.5), z);
-      return arith::MulFOp::create(
-          nb, loc, h, arith::AddFOp::create(nb, loc, cst(nb, 1.0), t));
-    }
-    case gated::GluActivation::silu:
-      return arith::MulFOp::create(nb, loc, z, sigmoid(nb, z));
-    }
-    return z;
+    return common::gluActivation(nb, loc, a, z);
   }
 
-  /// An element-wise linalg.generic over `outType`'s shape.
+  /// An element-wise linalg.generic over `outType`'s shape, whose dynamic
+  /// sizes are those of `dimsFrom` or, where that is empty, the broadcast of
+  /// the inputs' sizes (every input, the first included, may then be 1 at
+  /// run time where another is not).
   /// `rowInputs` marks inputs that hold one value per row (all dims but
   /// the last), as the norms' reductions do.
   Value elementwise(RankedTensorType outType, ValueRange ins,
@@ -126,7 +98,9 @@ struct Lowerer {
                     ArrayRef<bool> rowInputs = {}) {
     int64_t rank = outType.getRank();
     SmallVector<OpFoldResult> sizes;
-    for (int64_t d = 0; d < rank; ++d)
+    if (dimsFrom.empty())
+      sizes = common::broadcastSizes(b, loc, outType, ins);
+    for (int64_t d = 0; d < rank && !dimsFrom.empty(); ++d)
       sizes.push_back(
           outType.isDynamicDim(d)
               ? OpFoldResult(dimOf(dimsFrom[d].first, dimsFrom[d].second))
@@ -140,13 +114,18 @@ struct Lowerer {
         continue;
       }
       // A gate or weight whose dynamic dim may be 1 at run time.
-      operands.push_back(conversion::broadcastAtRunTime(
-          b, loc, in, outType.getShape(), sizes));
-      maps.push_back(conversion::broadcastMap(
+      operands.push_back(
+          common::broadcastAtRunTime(b, loc, in, outType.getShape(), sizes));
+      maps.push_back(common::broadcastMap(
           b.getContext(), cast<ShapedType>(in.getType()), outType.getShape()));
     }
     maps.push_back(b.getMultiDimIdentityMap(rank));
-    Value init = empty(outType.getShape(), outType.getElementType(), dimsFrom);
+    SmallVector<Value> dyn;
+    for (int64_t d = 0; d < rank; ++d)
+      if (outType.isDynamicDim(d))
+        dyn.push_back(getValueOrCreateConstantIndexOp(b, loc, sizes[d]));
+    Value init = tensor::EmptyOp::create(b, loc, outType.getShape(),
+                                         outType.getElementType(), dyn);
     auto g = linalg::GenericOp::create(
         b, loc, TypeRange{outType}, operands, ValueRange{init}, maps,
         parallel(rank), [&](OpBuilder &nb, Location, ValueRange args) {
@@ -171,6 +150,9 @@ LogicalResult lower(gated::GateOp op, OpBuilder &b) {
   if (!t)
     return op.emitOpError() << "needs ranked tensors to lower";
   Type e = t.getElementType();
+  // Sized by the gated value x (the op's type is x's): a gate that is 1
+  // where x is not broadcasts at run time; an x that is 1 where the gate is
+  // not fails the run-time check (unsupported: the kernel keeps x's tile).
   Value r = l.elementwise(
       t, {op.getX(), op.getGate()}, selfDims(op.getX()),
       [&](OpBuilder &nb, ValueRange a) {
@@ -196,6 +178,9 @@ LogicalResult lower(gated::ResidualOp op, OpBuilder &b) {
     ins.push_back(op.getGate());
   using K = gated::ResidualKind;
   K kind = op.getKind();
+  // Sized by the residual stream x (the op's type is x's): y or a gate that
+  // is 1 where x is not broadcasts at run time; an x that is 1 where they
+  // are not fails the run-time check (unsupported, as in gated.gate).
   Value r = l.elementwise(
       t, ins, selfDims(op.getX()), [&](OpBuilder &nb, ValueRange a) -> Value {
         Location loc = l.loc;
@@ -434,6 +419,22 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   auto dim = [&](int i) { return getAffineDimExpr(i, ctx); };
   AffineExpr kvHead = rep == 1 ? dim(1) : dim(1).floorDiv(rep);
+  // MatMul broadcasts the batch: a key/value batch of 1 is read at 0 (a
+  // static 1 through the map, a dynamic one broadcast at run time to the
+  // query's batch; other sizes fail the check).
+  SmallVector<int64_t> qBatch{qt.getDimSize(0)};
+  SmallVector<OpFoldResult> qBatchSize{
+      qt.isDynamicDim(0) ? OpFoldResult(l.dimOf(q, 0))
+                         : OpFoldResult(b.getIndexAttr(qt.getDimSize(0)))};
+  k = common::broadcastDimsAtRunTime(b, l.loc, k, {0, -1, -1, -1}, qBatch,
+                                     qBatchSize);
+  v = common::broadcastDimsAtRunTime(b, l.loc, v, {0, -1, -1, -1}, qBatch,
+                                     qBatchSize);
+  auto batchOf = [&](RankedTensorType t) {
+    return t.getDimSize(0) == 1 && qt.getDimSize(0) != 1
+               ? getAffineConstantExpr(0, ctx)
+               : dim(0);
+  };
 
   // Scores [B, Hq, T, S] in f32: s = scale · q·kᵀ.
   SmallVector<int64_t> sShape{qt.getDimSize(0), hq, qt.getDimSize(2),
@@ -443,7 +444,7 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   auto scores = linalg::GenericOp::create(
       b, l.loc, TypeRange{s0.getType()}, ValueRange{q, k}, ValueRange{s0},
       {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
-       AffineMap::get(5, 0, {dim(0), kvHead, dim(3), dim(4)}, ctx),
+       AffineMap::get(5, 0, {batchOf(kt), kvHead, dim(3), dim(4)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
       {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
        IteratorType::parallel, IteratorType::reduction},
@@ -529,7 +530,7 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
       {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2)}, ctx),
-       AffineMap::get(5, 0, {dim(0), kvHead, dim(4), dim(3)}, ctx),
+       AffineMap::get(5, 0, {batchOf(vt), kvHead, dim(4), dim(3)}, ctx),
        AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
       {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
        IteratorType::parallel, IteratorType::reduction},
@@ -549,7 +550,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   SmallVector<Value> eins{pv.getResult(0)};
   if (op.getGate())
     eins.push_back(op.getGate());
-  Value res = l.elementwise(rt, eins, yDims, [&](OpBuilder &nb, ValueRange a) {
+  // The gate may be larger than the attention (ONNX Mul broadcasts both).
+  Value res = l.elementwise(rt, eins, {}, [&](OpBuilder &nb, ValueRange a) {
     Value y = a[0];
     if (a.size() > 1) {
       Value g = l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[1]));

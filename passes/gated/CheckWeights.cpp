@@ -1,7 +1,7 @@
 //===- CheckWeights.cpp - --check-weights ---------------------------------===//
 #include "passes/gated/Passes.h"
 
-#include "compiler/support/Diagnostics.h"
+#include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -17,23 +17,6 @@ using namespace mlir;
 
 namespace {
 constexpr StringLiteral kAttr = "gatec.weights";
-
-/// Initializer names recorded in a location (FusedLoc<"initializer">).
-void initializersIn(Location loc, llvm::SetVector<StringRef> &names) {
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    auto md = dyn_cast_or_null<StringAttr>(fused.getMetadata());
-    for (Location l : fused.getLocations()) {
-      if (md && md.getValue() == "initializer")
-        if (auto n = dyn_cast<NameLoc>(l))
-          names.insert(n.getName().getValue());
-      initializersIn(l, names);
-    }
-  } else if (auto n = dyn_cast<NameLoc>(loc)) {
-    initializersIn(n.getChildLoc(), names);
-  } else if (auto c = dyn_cast<CallSiteLoc>(loc)) {
-    initializersIn(c.getCallee(), names);
-  }
-}
 
 /// Every floating-point initializer (a weight, as opposed to the integer
 /// shape, axes and index tensors that layout rewrites legitimately replace)
@@ -60,7 +43,7 @@ llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
   }
   for (Operation *op : live) {
     llvm::SetVector<StringRef> names;
-    initializersIn(op->getLoc(), names);
+    gatec::initializersIn(op->getLoc(), names);
     if (op->getNumResults() == 1 &&
         isa<IntegerType>(getElementTypeOrSelf(op->getResult(0).getType())) &&
         op->getName().getStringRef() == "onnx.Constant")

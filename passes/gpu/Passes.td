@@ -1,6 +1,6 @@
 //===- Passes.td - the GPU target --------------------------*- tablegen -*-===//
 //
-// The CUDA target maps the `tiled` phase onto the GPU (DESIGN.md, phase 6b):
+// The CUDA target maps the `tiled` phase onto the GPU (docs/design.md, 6b):
 // every outermost scf.forall is a kernel with one block per iteration, the
 // work inside it is spread over the block's threads, and buffers move to
 // device memory. --distribute-to-threads is target independent (the CPU

@@ -9,7 +9,8 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
-#include "passes/conversion/GateMath.h"
+#include "passes/common/Broadcast.h"
+#include "passes/common/Activations.h"
 #include <cmath>
 
 namespace gatec::tiling {
@@ -81,8 +82,8 @@ struct Builder {
   /// [1, 1, rows, cols], rank-reduced to [rows, cols]; of a [B, rows, H,
   /// cols] tensor (`bthd`, the layout the projections write) at (bi, r0,
   /// hi, 0) of [1, rows, 1, cols].
-  Value slice2d(Value src, bool bthd, Value bi, Value hi, Value r0,
-                OpFoldResult rows, OpFoldResult cols) {
+  Value slice2d(Value src, bool bthd, OpFoldResult bi, OpFoldResult hi,
+                OpFoldResult r0, OpFoldResult rows, OpFoldResult cols) {
     auto t = cast<RankedTensorType>(src.getType());
     int64_t c = t.getDimSize(3);
     auto type = RankedTensorType::get({kDyn, c}, t.getElementType());
@@ -140,14 +141,85 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   Value qSrc = readSource(q, qT), kSrc = readSource(k, kT),
         vSrc = readSource(v, vT);
   Value gSrc = gate ? readSource(gate, gT) : Value();
-  // Logical dim i ([B, H, T, D]) of an operand read from `src`.
-  auto ldim = [&](Value src, bool bthd, int64_t i) {
+  // The dim of `src` that holds logical dim i ([B, H, T, D]).
+  auto phys = [](bool bthd, int64_t i) {
     static const int64_t perm[4] = {0, 2, 1, 3};
-    return dimOf(src, bthd ? perm[i] : i);
+    return bthd ? perm[i] : i;
   };
-  OpFoldResult B = ldim(qSrc, qT, 0), T = ldim(qSrc, qT, 2),
-               S = ldim(kSrc, kT, 2), D = ldim(qSrc, qT, 3),
-               Dv = ldim(vSrc, vT, 3);
+  // Logical dim i of an operand read from `src`.
+  auto ldim = [&](Value src, bool bthd, int64_t i) {
+    return dimOf(src, phys(bthd, i));
+  };
+  OpFoldResult T = ldim(qSrc, qT, 2), S = ldim(kSrc, kT, 2),
+               D = ldim(qSrc, qT, 3), Dv = ldim(vSrc, vT, 3);
+  auto mt = mask ? cast<RankedTensorType>(mask.getType()) : nullptr;
+  // The batch: the result's, else the broadcast of every operand's (MatMul
+  // broadcasts a key/value batch of 1, Add a mask's, Mul a gate's).
+  OpFoldResult B = b.getIndexAttr(rt.getDimSize(0));
+  if (rt.isDynamicDim(0)) {
+    SmallVector<std::pair<Value, int64_t>> batch{
+        {qSrc, 0}, {kSrc, 0}, {vSrc, 0}};
+    if (gate)
+      batch.push_back({gSrc, 0});
+    if (mask && mt.getRank() == 4)
+      batch.push_back({mask, 0});
+    B = getValueOrCreateConstantIndexOp(
+        b, loc, common::broadcastSize(b, loc, batch));
+  }
+
+  // How the kernel indexes each operand dim that broadcasts: as the loop
+  // does (provably the same size), at 0 (statically 1), or at an index
+  // chosen at run time (a dynamic dim that is 1 or the full size: checked
+  // here, once, before the loop; a stride of 0 where it is 1).
+  struct Read {
+    enum Kind { Same, Zero, RunTime } kind = Same;
+    Value isOne;
+  };
+  auto classify = [&](Value src, int64_t dim, OpFoldResult size) -> Read {
+    auto ty = cast<RankedTensorType>(src.getType());
+    std::optional<int64_t> cs = getConstantIntValue(size);
+    if (ty.getDimSize(dim) == 1)
+      return {cs && *cs == 1 ? Read::Same : Read::Zero, Value()};
+    if (common::provablySameSize(src, dim, size))
+      return {Read::Same, Value()};
+    return {Read::RunTime,
+            common::checkBroadcastDim(b, loc, src, dim, size)};
+  };
+  OpFoldResult Hq = b.getIndexAttr(hq), Hkv = b.getIndexAttr(hkv);
+  Read qB = classify(qSrc, 0, B), kB = classify(kSrc, 0, B),
+       vB = classify(vSrc, 0, B), vH = classify(vSrc, phys(vT, 1), Hkv);
+  // Contraction dims do not broadcast (ONNX MatMul): checked equal.
+  common::checkEqualDim(b, loc, kSrc, phys(kT, 3), D);
+  common::checkEqualDim(b, loc, vSrc, phys(vT, 2), S);
+  // The mask's dims against the scores' [B, Hq, T, S].
+  SmallVector<Read> maskReads;
+  OpFoldResult scoreDims[4] = {B, Hq, T, S};
+  if (mask)
+    for (int64_t i = 0, r = mt.getRank(); i < r; ++i)
+      maskReads.push_back(classify(mask, i, scoreDims[4 - r + i]));
+  // The gate's dims against the result's [B, Hq, T, Dv] (Dv is 1 for a
+  // headwise gate).
+  Read gReads[4];
+  bool headwise = false;
+  if (gate) {
+    headwise = cast<RankedTensorType>(gate.getType()).getDimSize(3) == 1;
+    OpFoldResult gDims[4] = {B, Hq, T, headwise ? b.getIndexAttr(1) : Dv};
+    for (int64_t i = 0; i < 4; ++i)
+      gReads[i] = classify(gSrc, phys(gT, i), gDims[i]);
+    if (headwise)
+      gReads[3] = {Read::Zero, Value()};
+  }
+  auto runTime = [](ArrayRef<Read> reads) {
+    return llvm::any_of(reads,
+                        [](const Read &r) { return r.kind == Read::RunTime; });
+  };
+  // A tile dim (rows or keys) that broadcasts at run time cannot be said
+  // by an indexing map: the operand's tile is then read in the body
+  // (tensor.extract at the index chosen at run time).
+  bool maskInBody = mask && runTime(ArrayRef(maskReads).take_back(
+                                std::min<size_t>(2, maskReads.size())));
+  bool gateInBody = gate && runTime({gReads[2], gReads[3]});
+
   // A result transposed back to [B, T, H, Dv] is written in that layout.
   linalg::TransposeOp outT;
   if (op->hasOneUse() && isHeadTranspose(*op->user_begin()))
@@ -167,6 +239,39 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   b.setInsertionPointToStart(body);
   Value bi = body->getArgument(0), hi = body->getArgument(1),
         qb = body->getArgument(2), outArg = body->getArgument(3);
+  Value c0 = t.index(0), c1 = t.index(1);
+  // The index at which an operand dim is read for loop index `iv`.
+  auto at = [&](const Read &r, Value iv) -> OpFoldResult {
+    if (r.kind == Read::Same)
+      return iv;
+    if (r.kind == Read::Zero)
+      return b.getIndexAttr(0);
+    return arith::SelectOp::create(b, loc, r.isOne, c0, iv).getResult();
+  };
+  // The extent in an operand of a tile dim of `extent` elements.
+  auto extentOf = [&](const Read &r, OpFoldResult extent) -> OpFoldResult {
+    if (r.kind == Read::Same || isConstantIntValue(extent, 1))
+      return extent;
+    if (r.kind == Read::Zero)
+      return b.getIndexAttr(1);
+    return arith::SelectOp::create(
+               b, loc, r.isOne, c1,
+               getValueOrCreateConstantIndexOp(b, loc, extent))
+        .getResult();
+  };
+  // In a body: the index of tile dim `d` of an operand read along it.
+  auto bodyIndex = [&](OpBuilder &nb, const Read &r, unsigned d) -> Value {
+    if (r.kind == Read::Zero)
+      return arith::ConstantIndexOp::create(nb, loc, 0);
+    Value i = linalg::IndexOp::create(nb, loc, d);
+    if (r.kind == Read::Same)
+      return i;
+    return arith::SelectOp::create(
+        nb, loc, r.isOne, arith::ConstantIndexOp::create(nb, loc, 0), i);
+  };
+  auto exprOf = [&](const Read &r, unsigned d) -> AffineExpr {
+    return r.kind == Read::Zero ? getAffineConstantExpr(0, t.ctx) : t.d(d);
+  };
   Value q0 = affine::AffineApplyOp::create(
       b, loc, AffineMap::get(1, 0, d0 * bqTile), ValueRange{qb});
   Value bq = affine::AffineMinOp::create(
@@ -176,7 +281,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       ValueRange{q0, Tv});
   Value kvh =
       rep == 1 ? hi : (Value)arith::DivUIOp::create(b, loc, hi, t.index(rep));
-  Value qs = t.slice2d(qSrc, qT, bi, hi, q0, bq, D);
+  OpFoldResult kvb = at(kB, bi), vb = at(vB, bi), vh = at(vH, kvh);
+  Value qs = t.slice2d(qSrc, qT, at(qB, bi), hi, q0, bq, D);
   Value acc0 = t.tensor({bq, Dv}, t.f32, 0.0);
   Value m0 = t.tensor({bq}, t.f32, -INFINITY);
   Value l0 = t.tensor({bq}, t.f32, 0.0);
@@ -197,8 +303,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
             AffineMap::get(
                 1, 1, {getAffineConstantExpr(bkTile, t.ctx), s0 - d0}, t.ctx),
             ValueRange{k0, kEnd});
-        Value ks = t.slice2d(kSrc, kT, bi, kvh, k0, bk, D);
-        Value vs = t.slice2d(vSrc, vT, bi, kvh, k0, bk, Dv);
+        Value ks = t.slice2d(kSrc, kT, kvb, kvh, k0, bk, D);
+        Value vs = t.slice2d(vSrc, vT, vb, vh, k0, bk, Dv);
 
         // s = Q Kᵀ, f32, with the key tile transposed to [D, bk] first so
         // that the keys are the contiguous, innermost (vectorized) loop.
@@ -222,31 +328,41 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         // Scale, causal mask, attention mask.
         SmallVector<Value> ins{s};
         SmallVector<AffineMap> maps{t.map(2, {t.d(0), t.d(1)})};
+        Value maskTile;
         if (mask) {
-          auto mt = cast<RankedTensorType>(mask.getType());
           int64_t r = mt.getRank();
           SmallVector<OpFoldResult> offs, sizes, ones(r, b.getIndexAttr(1));
           SmallVector<AffineExpr> exprs;
           Value full[4] = {bi, hi, q0, k0};
-          Value extent[4] = {nullptr, nullptr, bq, bk};
+          OpFoldResult extent[4] = {b.getIndexAttr(1), b.getIndexAttr(1), bq,
+                                    bk};
           for (int64_t i = 0; i < r; ++i) {
             int64_t fd = 4 - r + i;
-            if (mt.getDimSize(i) == 1) {
-              offs.push_back(b.getIndexAttr(0));
-              sizes.push_back(b.getIndexAttr(1));
-              exprs.push_back(getAffineConstantExpr(0, t.ctx));
-              continue;
-            }
-            offs.push_back(full[fd]);
-            sizes.push_back(fd < 2 ? b.getIndexAttr(1)
-                                   : (OpFoldResult)extent[fd]);
+            const Read &rd = maskReads[i];
+            offs.push_back(at(rd, full[fd]));
+            sizes.push_back(extentOf(rd, extent[fd]));
             exprs.push_back(fd < 2 ? getAffineConstantExpr(0, t.ctx)
-                                   : t.d(fd - 2));
+                                   : exprOf(rd, fd - 2));
           }
-          ins.push_back(
-              tensor::ExtractSliceOp::create(b, loc, mask, offs, sizes, ones));
-          maps.push_back(t.map(2, exprs));
+          maskTile =
+              tensor::ExtractSliceOp::create(b, loc, mask, offs, sizes, ones);
+          if (!maskInBody) {
+            ins.push_back(maskTile);
+            maps.push_back(t.map(2, exprs));
+          }
         }
+        // The mask's value at the body's (row, key), read in the body.
+        auto maskInBodyAt = [&](OpBuilder &nb) -> Value {
+          int64_t r = mt.getRank();
+          SmallVector<Value> idx;
+          for (int64_t i = 0; i < r; ++i) {
+            int64_t fd = 4 - r + i;
+            idx.push_back(
+                fd < 2 ? arith::ConstantIndexOp::create(nb, loc, 0).getResult()
+                       : bodyIndex(nb, maskReads[i], fd - 2));
+          }
+          return tensor::ExtractOp::create(nb, loc, maskTile, idx);
+        };
         maps.push_back(t.map(2, {t.d(0), t.d(1)}));
         Value masked = t.generic(
             ins, t.tensor({bq, bk}, t.f32), maps, {par, par},
@@ -262,11 +378,12 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                     nb, loc, arith::CmpIPredicate::ugt, kj, qi);
                 x = arith::SelectOp::create(nb, loc, future, ninf, x);
               }
-              if (a.size() > 2) {
-                if (a[1].getType().isInteger(1))
-                  x = arith::SelectOp::create(nb, loc, a[1], x, ninf);
+              if (mask) {
+                Value mv = maskInBody ? maskInBodyAt(nb) : a[1];
+                if (mv.getType().isInteger(1))
+                  x = arith::SelectOp::create(nb, loc, mv, x, ninf);
                 else
-                  x = arith::AddFOp::create(nb, loc, x, t.ext(nb, a[1]));
+                  x = arith::AddFOp::create(nb, loc, x, t.ext(nb, mv));
               }
               return x;
             });
@@ -334,12 +451,19 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   Value acc = loop.getResult(0), l = loop.getResult(2);
   SmallVector<Value> ins{acc, l};
   SmallVector<AffineMap> maps{t.map(2, {t.d(0), t.d(1)}), t.map(2, {t.d(0)})};
+  Value gateTile;
   if (gate) {
-    auto gt = cast<RankedTensorType>(gate.getType());
-    bool headwise = gt.getDimSize(3) == 1;
-    ins.push_back(t.slice2d(gSrc, gT, bi, hi, q0, bq, ldim(gSrc, gT, 3)));
-    maps.push_back(t.map(
-        2, {t.d(0), headwise ? getAffineConstantExpr(0, t.ctx) : t.d(1)}));
+    // Rows at the tile's (or row 0, where the gate's rows broadcast); all
+    // of the gate's own columns (1 or Dv).
+    gateTile = t.slice2d(gSrc, gT, at(gReads[0], bi), at(gReads[1], hi),
+                         at(gReads[2], q0), extentOf(gReads[2], bq),
+                         ldim(gSrc, gT, 3));
+    if (!gateInBody) {
+      ins.push_back(gateTile);
+      maps.push_back(t.map(
+          2, {exprOf(gReads[2], 0), headwise ? getAffineConstantExpr(0, t.ctx)
+                                             : exprOf(gReads[3], 1)}));
+    }
   }
   maps.push_back(t.map(2, {t.d(0), t.d(1)}));
   // The epilogue writes into its tile of the output (in place).
@@ -355,25 +479,30 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       RankedTensorType::get(
           {kDyn, cast<RankedTensorType>(outArg.getType()).getDimSize(3)}, et),
       outArg, offs, sizes, ones);
-  Value y =
-      t.generic(ins, outTile, maps, {par, par},
-                [&](OpBuilder &nb, ValueRange a) -> Value {
-                  Value pos = arith::CmpFOp::create(
-                      nb, loc, arith::CmpFPredicate::OGT, a[1], t.cst(nb, 0.0));
-                  Value r = arith::SelectOp::create(
-                      nb, loc, pos, arith::DivFOp::create(nb, loc, a[0], a[1]),
-                      t.cst(nb, 0.0));
-                  if (gate) {
-                    Value g = conversion::gateActivation(
-                        nb, loc, *op.getGateActivation(), t.ext(nb, a[2]));
-                    r = *op.getGateMode() == gated::GateMode::multiply
-                            ? (Value)arith::MulFOp::create(nb, loc, r, g)
-                            : (Value)arith::AddFOp::create(nb, loc, r, g);
-                  }
-                  return r.getType() == et
-                             ? r
-                             : (Value)arith::TruncFOp::create(nb, loc, et, r);
-                });
+  Value y = t.generic(
+      ins, outTile, maps, {par, par},
+      [&](OpBuilder &nb, ValueRange a) -> Value {
+        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
+                                          a[1], t.cst(nb, 0.0));
+        Value r = arith::SelectOp::create(
+            nb, loc, pos, arith::DivFOp::create(nb, loc, a[0], a[1]),
+            t.cst(nb, 0.0));
+        if (gate) {
+          Value gv = gateInBody ? (Value)tensor::ExtractOp::create(
+                                      nb, loc, gateTile,
+                                      ValueRange{bodyIndex(nb, gReads[2], 0),
+                                                 bodyIndex(nb, gReads[3], 1)})
+                                : a[2];
+          Value g = common::gateActivation(nb, loc, *op.getGateActivation(),
+                                               t.ext(nb, gv));
+          r = *op.getGateMode() == gated::GateMode::multiply
+                  ? (Value)arith::MulFOp::create(nb, loc, r, g)
+                  : (Value)arith::AddFOp::create(nb, loc, r, g);
+        }
+        return r.getType() == et
+                   ? r
+                   : (Value)arith::TruncFOp::create(nb, loc, et, r);
+      });
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, y, outArg, offs, sizes, ones);
   if (outT) {

@@ -17,7 +17,7 @@ leaves in --out (default build/gpu-artifacts, a path to `carry`):
                          e2e/<model>_<dtype>_mma.*: the same with --gpu-mma
                          (GEMMs on the tensor cores; the CPU library runs
                          the thread mapping with mma.sync emulated)
-  e2e/bcast_<case>.*     the run-time broadcast cases of
+  e2e/bcast_<case>.*     the run-time broadcast cases (GPU_SCRIPT_CASES) of
                          test/scripts/run_dynamic_broadcast.py, one library
                          each, run at every shape set of the case
   bench/<name>.cuda.so/.cpu.so/.npz
@@ -164,7 +164,8 @@ def main():
     if not args.no_broadcast_cases:
         import run_dynamic_broadcast as rdb
         import onnx
-        for case, (m, shapes) in rdb.CASES.items():
+        for case in rdb.GPU_SCRIPT_CASES:
+            m, shapes = rdb.CASES[case]
             model = os.path.join(out, "e2e", "bcast_%s.onnx" % case)
             onnx.save(m, model)
             lib = "bcast_" + case

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates the malformed / adversarial ONNX corpus of test/fuzz/corpus/.
+"""Generates the malformed / adversarial ONNX corpus of test/Fuzz/Inputs/corpus/.
 
 Every file must make `gatec FILE --compile-to=onnx` either succeed or print a
 clear error naming the file and exit with 1 (checked by run_fuzz_corpus.py).
@@ -763,7 +763,7 @@ def campaign(out: Path, n: int, rng: random.Random):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=REPO / "test" / "fuzz" / "corpus")
+    ap.add_argument("--out", type=Path, default=REPO / "test" / "Fuzz" / "Inputs" / "corpus")
     ap.add_argument("--seed", type=int, default=20240607)
     ap.add_argument("--campaign", type=int, default=0,
                     help="write N random mutants instead of the committed corpus")

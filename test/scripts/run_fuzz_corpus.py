@@ -15,7 +15,7 @@ the crash markers below. Prints
 then the details of every failure, and exits 1 if there is any.
 
   .venv/bin/python test/scripts/run_fuzz_corpus.py [--gatec build/bin/gatec]
-      [--corpus test/fuzz/corpus] [--jobs 2] [--timeout 30]
+      [--corpus test/Fuzz/Inputs/corpus] [--jobs 2] [--timeout 30]
 
 Each gatec runs with an address-space limit (--mem-limit-mb, default 4096;
 0 disables it) so that a memory blow-up fails fast instead of exhausting the
@@ -82,7 +82,7 @@ def run_one(gatec, path, timeout, mem_mb):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gatec", type=Path, default=REPO / "build" / "bin" / "gatec")
-    ap.add_argument("--corpus", type=Path, default=REPO / "test" / "fuzz" / "corpus")
+    ap.add_argument("--corpus", type=Path, default=REPO / "test" / "Fuzz" / "Inputs" / "corpus")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--mem-limit-mb", type=int, default=4096)

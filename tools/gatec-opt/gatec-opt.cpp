@@ -5,7 +5,7 @@
 // mlir-runner.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Pipeline.h"
+#include "compiler/registration/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

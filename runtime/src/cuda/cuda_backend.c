@@ -5,7 +5,7 @@
  *
  *  - the mgpu* functions that MLIR's gpu-to-llvm lowering emits calls to
  *    (module load, function lookup, launch, streams, memory), with MLIR's
- *    signatures (TOOLCHAIN.md: Debian ships no libmlir_cuda_runtime);
+ *    signatures (docs/toolchain.md: Debian ships no libmlir_cuda_runtime);
  *  - gatec_cuda_* functions the generated model ABI wrapper calls (device
  *    availability, transfers, the error of the current run).
  *

@@ -4,9 +4,11 @@
 // G1-gated causal GQA attention: one task per (batch, head, block of 32
 // queries); keys in blocks of 64 up to the block's last query; the online
 // softmax state (acc, m, l) is carried by the key loop; the gate is applied
-// in the epilogue, before the single write of the output tile.
+// in the epilogue, before the single write of the output tile. The dims
+// named alike (ONNX dim_params) are equal: no run-time check.
 // CHECK-LABEL: func.func @g1_causal_gqa
 // CHECK-NOT:     gated.attention
+// CHECK-NOT:     cf.assert
 // CHECK:         scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 4, %{{.*}})
 // CHECK:           %[[KVH:.*]] = arith.divui %[[H]], %c2
 // CHECK:           %[[KEND:.*]] = arith.minui
@@ -25,8 +27,11 @@
 // TILES: affine_map<()[s0] -> (s0 ceildiv 16)>
 // TILES: affine_map<(d0)[s0] -> (16, -d0 + s0)>
 // TILES: affine_map<(d0)[s0] -> (8, -d0 + s0)>
-func.func @g1_causal_gqa(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>,
-                         %v: tensor<?x2x?x16xf32>, %g: tensor<?x4x?x16xf32>)
+func.func @g1_causal_gqa(
+    %q: tensor<?x4x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]},
+    %k: tensor<?x2x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]},
+    %v: tensor<?x2x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]},
+    %g: tensor<?x4x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]})
     -> tensor<?x4x?x16xf32> {
   %r = gated.attention %q, %k, %v gate(%g : tensor<?x4x?x16xf32>, sigmoid, elementwise, multiply)
       {causal, scale = 0.25 : f32}
@@ -69,4 +74,36 @@ func.func @projection_layout(%q: tensor<2x80x4x8xf32>, %k: tensor<2x80x4x8xf32>,
   %e2 = tensor.empty() : tensor<2x80x4x8xf32>
   %rt = linalg.transpose ins(%r : tensor<2x4x80x8xf32>) outs(%e2 : tensor<2x80x4x8xf32>) permutation = [0, 2, 1, 3]
   return %rt : tensor<2x80x4x8xf32>
+}
+
+// Dims that may be 1 or full at run time (unrelated dynamic dims): each is
+// checked once before the loop (1 or the full size), and read at an index
+// chosen at run time (0 where it is 1: a stride of 0). A mask whose key dim
+// broadcasts at run time is read in the body at the chosen index. The
+// contraction dims (key head_dim, value sequence) are checked equal.
+// CHECK-LABEL: func.func @run_time_broadcast
+// CHECK:         %[[KB:.*]] = tensor.dim %arg1, %c0
+// CHECK:         %[[KB1:.*]] = arith.cmpi eq, %[[KB]], %c1
+// CHECK:         cf.assert %{{.*}}, "gatec: run-time sizes that do not broadcast (neither equal nor 1) in dim 0
+// CHECK:         cf.assert %{{.*}}, "gatec: run-time sizes that differ in contraction dim 2
+// CHECK:         %[[MH:.*]] = tensor.dim %arg3, %c1
+// CHECK:         %[[MH1:.*]] = arith.cmpi eq, %[[MH]], %c1
+// CHECK:         %[[MS:.*]] = tensor.dim %arg3, %c3
+// CHECK:         %[[MS1:.*]] = arith.cmpi eq, %[[MS]], %c1
+// CHECK:         scf.forall (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK:           %[[KBI:.*]] = arith.select %[[KB1]], %c0, %[[B]]
+// CHECK:           scf.for
+// CHECK:             tensor.extract_slice %arg1[%[[KBI]], %[[H]],
+// CHECK:             %[[MHI:.*]] = arith.select %[[MH1]], %c0, %[[H]]
+// CHECK:             %[[MT:.*]] = tensor.extract_slice %arg3[%{{.*}}, %[[MHI]], %{{.*}}, %{{.*}}]
+// CHECK:             linalg.generic
+// CHECK:               %[[J:.*]] = linalg.index 1
+// CHECK:               %[[JI:.*]] = arith.select %[[MS1]], %c0, %[[J]]
+// CHECK:               tensor.extract %[[MT]][%c0, %c0, %{{.*}}, %[[JI]]]
+func.func @run_time_broadcast(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>,
+                              %v: tensor<?x2x?x4xf32>, %m: tensor<?x?x?x?xf32>)
+    -> tensor<?x2x?x4xf32> {
+  %r = gated.attention %q, %k, %v mask(%m : tensor<?x?x?x?xf32>) {scale = 0.5 : f32}
+      : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32> -> tensor<?x2x?x4xf32>
+  return %r : tensor<?x2x?x4xf32>
 }

@@ -1,6 +1,7 @@
 //===- Broadcast.cpp - ONNX multidirectional broadcasting -----------------===//
-#include "passes/conversion/Broadcast.h"
+#include "passes/common/Broadcast.h"
 
+#include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -16,7 +17,7 @@
 
 using namespace mlir;
 
-namespace gatec::conversion {
+namespace gatec::common {
 namespace {
 
 /// Marks the size comparison of a run-time broadcast (broadcastDim).
@@ -146,24 +147,11 @@ Root rootOf(Size s) {
 /// Whether two sizes are provably equal at run time.
 bool provablyEqual(Size a, Size b) { return rootOf(a) == rootOf(b); }
 
-/// Where an op is, for a message: its ONNX node name, or file:line:col.
-std::string describe(Location loc) {
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return "node '" + n.getName().str() + "'";
-  if (auto f = dyn_cast<FileLineColLoc>(loc))
-    return (f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
-            std::to_string(f.getColumn()));
-  if (auto fused = dyn_cast<FusedLoc>(loc);
-      fused && !fused.getLocations().empty())
-    return describe(fused.getLocations().front());
-  return "an unnamed op";
-}
-
 /// The message of the check that a run-time size broadcasts.
 std::string mismatchMessage(Location loc, int64_t dim) {
   return "gatec: run-time sizes that do not broadcast (neither equal nor 1) "
          "in dim " +
-         std::to_string(dim) + " of an operand of " + describe(loc);
+         std::to_string(dim) + " of an operand of " + describeOp(loc);
 }
 
 /// `in` (tensor type t) broadcast along dim `i` to `size`: a copy whose
@@ -248,6 +236,30 @@ OpFoldResult broadcastSize(OpBuilder &b, Location loc,
     s = arith::SelectOp::create(b, loc, isOne, n, s);
   }
   return s;
+}
+
+Value checkBroadcastDim(OpBuilder &b, Location loc, Value in, int64_t i,
+                        OpFoldResult size) {
+  Value n = tensor::DimOp::create(b, loc, in, i);
+  Value s = getValueOrCreateConstantIndexOp(b, loc, size);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, s);
+  Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, one);
+  cf::AssertOp::create(b, loc, arith::OrIOp::create(b, loc, isOne, same),
+                       mismatchMessage(loc, i));
+  return isOne;
+}
+
+void checkEqualDim(OpBuilder &b, Location loc, Value in, int64_t i,
+                   OpFoldResult size) {
+  if (provablySameSize(in, i, size))
+    return;
+  Value n = tensor::DimOp::create(b, loc, in, i);
+  Value s = getValueOrCreateConstantIndexOp(b, loc, size);
+  cf::AssertOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, s),
+      "gatec: run-time sizes that differ in contraction dim " +
+          std::to_string(i) + " of an operand of " + describeOp(loc));
 }
 
 SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
@@ -353,4 +365,4 @@ void foldProvableBroadcastChecks(Operation *root) {
   }
 }
 
-} // namespace gatec::conversion
+} // namespace gatec::common

@@ -10,15 +10,15 @@
 // sizes), nothing is added.
 //
 //===----------------------------------------------------------------------===//
-#ifndef GATEC_PASSES_CONVERSION_BROADCAST_H
-#define GATEC_PASSES_CONVERSION_BROADCAST_H
+#ifndef GATEC_PASSES_COMMON_BROADCAST_H
+#define GATEC_PASSES_COMMON_BROADCAST_H
 
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 
-namespace gatec::conversion {
+namespace gatec::common {
 
 /// The indexing map that reads an operand of type `t` broadcast (numpy /
 /// ONNX rules) to `outShape`: missing leading dims are dropped, size-1 dims
@@ -79,12 +79,25 @@ mlir::Value broadcastAtRunTime(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value in, llvm::ArrayRef<int64_t> outShape,
                                llvm::ArrayRef<mlir::OpFoldResult> sizes);
 
+/// A kernel's run-time broadcast of dim `i` of `in` against `size`, for
+/// kernels that read their operands in place (no copy): a cf.assert that
+/// the dim is 1 or `size` (naming the op at `loc`), and the i1 "it is 1",
+/// with which the kernel picks index 0 (a stride of 0) at run time.
+mlir::Value checkBroadcastDim(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value in, int64_t i,
+                              mlir::OpFoldResult size);
+
+/// A cf.assert that dim `i` of `in` is `size` at run time (a contraction
+/// dim, which does not broadcast), unless that is provable.
+void checkEqualDim(mlir::OpBuilder &b, mlir::Location loc, mlir::Value in,
+                   int64_t i, mlir::OpFoldResult size);
+
 /// Removes the run-time broadcasts (checks and scf.ifs) under `root` whose
 /// sizes have become provably equal: those built while an operand was
 /// still an unlowered op (gated ops lower before onnx ops), which would
 /// otherwise keep element-wise fusion from crossing the scf.if.
 void foldProvableBroadcastChecks(mlir::Operation *root);
 
-} // namespace gatec::conversion
+} // namespace gatec::common
 
 #endif

@@ -1,0 +1,697 @@
+//===- DataMovement.cpp - shapes and data movement ------------------------===//
+//
+// The ops that compute shapes (Shape, Size, ConstantOfShape, Range) and those
+// that move data without arithmetic: Reshape, Flatten, (Un)Squeeze,
+// Transpose, Concat, Slice, Split, Expand, Gather, Tile and Trilu, as
+// tensor reshapes / slices and linalg ops, with sizes computed at run time
+// where they are dynamic.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/conversion/OnnxToLinalg/Common.h"
+
+#include "dialects/onnx/ConstantValues.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+namespace gatec::conversion::onnx_to_linalg {
+
+//===----------------------------------------------------------------------===//
+// Shape computations: Shape, Size, ConstantOfShape, Range
+//===----------------------------------------------------------------------===//
+
+LogicalResult lower(onnx::ShapeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  auto norm = [&](int64_t v) {
+    return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r);
+  };
+  int64_t start = norm((int64_t)op.getStart());
+  int64_t end = norm(op.getEnd() ? (int64_t)*op.getEnd() : r);
+  RankedTensorType rt = l.resultType();
+  if (end <= start)
+    return l.done(arith::ConstantOp::create(
+        l.b, DenseElementsAttr::get(rt, ArrayRef<Attribute>{})));
+  SmallVector<Value> elems;
+  for (int64_t i = start; i < end; ++i) {
+    OpFoldResult d = l.dim(x, i);
+    if (auto c = getConstantIntValue(d))
+      elems.push_back(scalar(l.b, l.b.getI64Type(), (double)*c));
+    else
+      elems.push_back(
+          arith::IndexCastOp::create(l.b, l.b.getI64Type(), l.val(d)));
+  }
+  return l.done(tensor::FromElementsOp::create(l.b, rt, elems));
+}
+
+LogicalResult lower(onnx::SizeOp op, Lowerer &l) {
+  Value n = arith::IndexCastOp::create(l.b, l.b.getI64Type(),
+                                       l.val(l.numel(l.in[0])));
+  return l.done(tensor::FromElementsOp::create(l.b, l.resultType(), n));
+}
+
+LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  TypedAttr v = scalarAttr(l.b, rt.getElementType(), 0);
+  if (auto attr = op.getValueAttr()) {
+    auto dense = dyn_cast<DenseElementsAttr>(attr);
+    if (!dense || dense.getNumElements() != 1)
+      return l.fail("value is not a one-element dense tensor");
+    v = cast<TypedAttr>(*dense.value_begin<Attribute>());
+    if (v.getType() != rt.getElementType())
+      return l.fail("value of another element type than the result");
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rt.getRank(); ++i)
+    sizes.push_back(rt.isDynamicDim(i) ? l.elementIndex(l.in[0], i)
+                                       : l.idx(rt.getDimSize(i)));
+  return l.done(l.filled(rt, sizes, v));
+}
+
+LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  Type e = rt.getElementType();
+  ImplicitLocOpBuilder &b = l.b;
+  Value start = l.element(l.in[0], 0), limit = l.element(l.in[1], 0),
+        delta = l.element(l.in[2], 0);
+  // n = max(ceil((limit - start) / delta), 0), the quotient in f64 as
+  // onnxruntime computes it.
+  Value n;
+  if (isFloat(e)) {
+    Type f64 = b.getF64Type();
+    Value d = convert(b, arith::SubFOp::create(b, limit, start), f64);
+    Value q = arith::DivFOp::create(b, d, convert(b, delta, f64));
+    n = arith::FPToSIOp::create(b, b.getI64Type(), math::CeilOp::create(b, q));
+  } else {
+    Value q = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, limit, start), delta);
+    n = convert(b, q, b.getI64Type());
+  }
+  n = arith::MaxSIOp::create(b, n, scalar(b, b.getI64Type(), 0));
+  OpFoldResult size = OpFoldResult(
+      arith::IndexCastOp::create(b, b.getIndexType(), n).getResult());
+  return l.done(
+      l.generic(rt, l.sizesOf(rt, {size}), {}, {},
+                [&](ImplicitLocOpBuilder &ib, ValueRange) {
+                  Value i = arith::IndexCastOp::create(
+                      ib, ib.getI64Type(), linalg::IndexOp::create(ib, 0));
+                  if (isFloat(e)) { // in f32 for narrower floats
+                    Type w = accType(e);
+                    Value iv = convert(ib, i, w);
+                    Value d = convert(ib, delta, w);
+                    return convert(
+                        ib,
+                        arith::AddFOp::create(ib, convert(ib, start, w),
+                                              arith::MulFOp::create(ib, iv, d)),
+                        e);
+                  }
+                  Value iv = convert(ib, i, e);
+                  return (Value)arith::AddIOp::create(
+                      ib, start, arith::MulIOp::create(ib, iv, delta));
+                }));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement: Reshape, Flatten, (Un)Squeeze, Transpose, Concat, Slice,
+// Split, Expand, Gather, Tile, Trilu
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The target sizes of a Reshape, computed at run time where the shape
+/// operand is not constant: 0 copies the input dim (allowzero = 0), -1 is
+/// the element count over the product of the others.
+SmallVector<OpFoldResult> reshapeSizes(onnx::ReshapeOp op, Lowerer &l) {
+  Value x = l.in[0], shape = l.in[1];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank(), rx = l.rankOf(x);
+  auto known = onnx::getPartialInts(op.getShape());
+  if (known && (int64_t)known->size() != r)
+    known = std::nullopt;
+  ImplicitLocOpBuilder &b = l.b;
+  auto isMinusOne = [&](OpFoldResult v) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l.val(v),
+                                 l.val(l.idx(-1)));
+  };
+  auto select = [&](Value c, OpFoldResult t, OpFoldResult f) {
+    return OpFoldResult(
+        arith::SelectOp::create(b, c, l.val(t), l.val(f)).getResult());
+  };
+  // Each element with a 0 resolved; `unknown` ones may still be -1.
+  SmallVector<OpFoldResult> v(r);
+  SmallVector<bool> unknown(r, false), rest(r, false);
+  for (int64_t i = 0; i < r; ++i) {
+    std::optional<int64_t> k = known ? (*known)[i] : std::nullopt;
+    if (!rt.isDynamicDim(i))
+      k = rt.getDimSize(i);
+    bool copy = !op.getAllowzero() && i < rx;
+    if (k) {
+      rest[i] = *k == -1;
+      v[i] = *k == 0 && copy ? l.dim(x, i) : l.idx(*k);
+      continue;
+    }
+    unknown[i] = true;
+    v[i] = l.elementIndex(shape, i);
+    if (copy) {
+      Value zero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         l.val(v[i]), l.val(l.idx(0)));
+      v[i] = select(zero, l.dim(x, i), v[i]);
+    }
+  }
+  OpFoldResult prod = l.idx(1);
+  for (int64_t i = 0; i < r; ++i)
+    if (!rest[i])
+      prod = l.mul(prod, unknown[i] ? select(isMinusOne(v[i]), l.idx(1), v[i])
+                                    : v[i]);
+  OpFoldResult total = l.divTrunc(l.numel(x), prod);
+  for (int64_t i = 0; i < r; ++i) {
+    if (rest[i])
+      v[i] = total;
+    else if (unknown[i])
+      v[i] = select(isMinusOne(v[i]), total, v[i]);
+  }
+  return v;
+}
+
+/// The input dim among `candidates` that element `j` of the Reshape's
+/// shape provably copies (a 0 without allowzero, or a Shape/Gather chain of
+/// the same dim), or -1.
+int64_t copiedDim(onnx::ReshapeOp op, const onnx::DimExpr &d, int64_t j,
+                  ArrayRef<int64_t> candidates) {
+  if (d.value && *d.value == 0 && !op.getAllowzero())
+    return llvm::is_contained(candidates, j) ? j : -1;
+  for (int64_t i : candidates)
+    if (d.src && onnx::sameDim(d.src, d.dim, op.getData(), i))
+      return i;
+  return -1;
+}
+
+/// Whether the Reshape's input dims `src` provably hold the same elements
+/// as its result dims `dst`: each dynamic dim matched by a copy on the
+/// other side and equal static products, or the group holds the -1 (left
+/// to the element count, all other groups being exact).
+bool groupIsExact(onnx::ReshapeOp op, ArrayRef<onnx::DimExpr> elems,
+                  ArrayRef<int64_t> src, ArrayRef<int64_t> dst) {
+  auto st = cast<RankedTensorType>(op.getData().getType());
+  auto rt = cast<RankedTensorType>(op.getType());
+  int64_t sProd = 1, dProd = 1;
+  bool rest = false;
+  SmallVector<int64_t> srcDyn;
+  for (int64_t i : src) {
+    if (st.isDynamicDim(i))
+      srcDyn.push_back(i);
+    else
+      sProd *= st.getDimSize(i);
+  }
+  for (int64_t j : dst) {
+    if (!rt.isDynamicDim(j)) {
+      dProd *= rt.getDimSize(j);
+    } else if (elems[j].value && *elems[j].value == -1) {
+      rest = true;
+    } else {
+      auto it = llvm::find(srcDyn, copiedDim(op, elems[j], j, srcDyn));
+      if (it == srcDyn.end())
+        return false;
+      srcDyn.erase(it);
+    }
+  }
+  return rest || (srcDyn.empty() && sProd == dProd);
+}
+
+/// Whether collapsing (or expanding) the Reshape's input by `groups` is
+/// what the Reshape computes (every group exact).
+bool reshapeIsGrouping(onnx::ReshapeOp op,
+                       ArrayRef<ReassociationIndices> groups) {
+  auto elems = onnx::getShapeDims(op.getShape());
+  auto rt = cast<RankedTensorType>(op.getType());
+  if (!elems || (int64_t)elems->size() != rt.getRank())
+    return false;
+  bool collapse =
+      cast<RankedTensorType>(op.getData().getType()).getRank() > rt.getRank();
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    int64_t one[] = {(int64_t)g};
+    ArrayRef<int64_t> many = group;
+    if (!groupIsExact(op, *elems, collapse ? many : one,
+                      collapse ? ArrayRef<int64_t>(one) : many))
+      return false;
+  }
+  return true;
+}
+
+/// Sizes of an expanding Reshape proven by reshapeIsGrouping: static, a
+/// copied input dim, or (the -1) the input dim over the group's others.
+SmallVector<OpFoldResult> expandSizes(Lowerer &l, Value x, RankedTensorType rt,
+                                      ArrayRef<ReassociationIndices> groups) {
+  SmallVector<OpFoldResult> sizes(rt.getRank());
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    int64_t staticProd = 1, dyn = -1;
+    for (int64_t j : group) {
+      if (rt.isDynamicDim(j))
+        dyn = j;
+      else
+        staticProd *= rt.getDimSize(j);
+      sizes[j] = l.idx(rt.isDynamicDim(j) ? 1 : rt.getDimSize(j));
+    }
+    if (dyn >= 0)
+      sizes[dyn] = l.divTrunc(l.dim(x, g), l.idx(staticProd));
+  }
+  return sizes;
+}
+
+} // namespace
+
+LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType st = l.typeOf(x), rt = l.resultType();
+  if (st.hasStaticShape() && rt.hasStaticShape())
+    return l.done(l.reshapeStatic(x, rt));
+  auto groups = getReassociationIndicesForReshape(st, rt);
+  if (groups && reshapeIsGrouping(op, *groups)) {
+    if (st.getRank() > rt.getRank())
+      return l.done(
+          l.castTo(tensor::CollapseShapeOp::create(l.b, x, *groups), rt));
+    bool oneDynPerGroup = llvm::all_of(*groups, [&](auto &g) {
+      return llvm::count_if(g, [&](int64_t j) { return rt.isDynamicDim(j); }) <=
+             1;
+    });
+    if (st.getRank() == rt.getRank())
+      return l.done(l.castTo(x, rt));
+    if (oneDynPerGroup)
+      return l.done(tensor::ExpandShapeOp::create(
+          l.b, rt, x, *groups, expandSizes(l, x, rt, *groups)));
+  }
+  return l.done(l.reshapeDynamic(x, rt, reshapeSizes(op, l)));
+}
+
+LogicalResult lower(onnx::FlattenOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = l.rankOf(x), axis = (int64_t)op.getAxis();
+  axis = axis < 0 ? axis + r : axis; // in [0, r]
+  if (axis < 0 || axis > r)
+    return l.fail("axis out of range");
+  if (axis == 0 || axis == r) { // [1, N] or [N, 1]: via 1-D
+    auto flat =
+        RankedTensorType::get({ShapedType::kDynamic}, rt.getElementType());
+    ReassociationIndices all;
+    for (int64_t i = 0; i < r; ++i)
+      all.push_back(i);
+    Value f =
+        r == 0 ? (Value)tensor::ExpandShapeOp::create(
+                     l.b, flat.clone({1}), x, ArrayRef<ReassociationIndices>{},
+                     ArrayRef<OpFoldResult>{l.idx(1)})
+               : (Value)tensor::CollapseShapeOp::create(l.b, x, ArrayRef{all});
+    SmallVector<bool> unit{axis == 0, axis != 0};
+    return l.done(l.insertUnitDims(f, rt, unit));
+  }
+  ReassociationIndices lo, hi;
+  for (int64_t i = 0; i < r; ++i)
+    (i < axis ? lo : hi).push_back(i);
+  SmallVector<ReassociationIndices> groups{lo, hi};
+  return l.done(l.castTo(tensor::CollapseShapeOp::create(l.b, x, groups), rt));
+}
+
+LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  auto axes = constantAxes(op.getAxes(), rt.getRank());
+  if (!axes) { // axes at run time: dim j is 1 where named, else the next
+    Value x = l.in[0];
+    int64_t R = rt.getRank(), r = l.rankOf(x);
+    if (l.rankOf(l.in[1]) != 1)
+      return l.fail("axes that are not a 1-D tensor");
+    if (rt.hasStaticShape() && l.typeOf(x).hasStaticShape())
+      return l.done(l.reshapeStatic(x, rt));
+    ImplicitLocOpBuilder &b = l.b;
+    SmallVector<Value> flag = axisFlags(l, l.in[1], R), inDims;
+    for (int64_t k = 0; k < r; ++k)
+      inDims.push_back(l.val(l.dim(x, k)));
+    // The input dims in order go to the dims not named.
+    SmallVector<OpFoldResult> sizes;
+    Value c = cidx(b, 0); // input dims used before j
+    for (int64_t j = 0; j < R; ++j) {
+      Value s = cidx(b, 1);
+      for (int64_t k = 0; k < r; ++k)
+        s = arith::SelectOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c, cidx(b, k)),
+            inDims[k], s);
+      sizes.push_back(OpFoldResult(
+          arith::SelectOp::create(b, flag[j], cidx(b, 1), s).getResult()));
+      c = arith::AddIOp::create(
+          b, c, arith::SelectOp::create(b, flag[j], cidx(b, 0), cidx(b, 1)));
+    }
+    return l.done(reshapeTo(l, x, rt, sizes));
+  }
+  SmallVector<bool> unit(rt.getRank(), false);
+  for (int64_t a : *axes)
+    unit[a] = true;
+  if (llvm::count(unit, false) != l.rankOf(l.in[0]))
+    return l.fail("axes do not match the ranks");
+  return l.done(l.insertUnitDims(l.in[0], rt, unit));
+}
+
+LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType xt = l.typeOf(x);
+  SmallVector<bool> drop(xt.getRank(), false);
+  if (l.in[1]) {
+    auto axes = constantAxes(op.getAxes(), xt.getRank());
+    if (!axes) { // axes at run time: the dims not named, in order
+      RankedTensorType rt = l.resultType();
+      if (l.rankOf(l.in[1]) != 1)
+        return l.fail("axes that are not a 1-D tensor");
+      if (rt.hasStaticShape() && xt.hasStaticShape())
+        return l.done(l.reshapeStatic(x, rt));
+      SmallVector<Value> flag = axisFlags(l, l.in[1], xt.getRank()), inDims;
+      for (int64_t k = 0; k < xt.getRank(); ++k)
+        inDims.push_back(l.val(l.dim(x, k)));
+      return l.done(
+          reshapeTo(l, x, rt, keptSizes(l.b, flag, inDims, rt.getRank())));
+    }
+    for (int64_t a : *axes)
+      drop[a] = true;
+  } else {
+    for (int64_t i = 0; i < xt.getRank(); ++i)
+      drop[i] = xt.getDimSize(i) == 1;
+  }
+  if (llvm::count(drop, false) != l.resultType().getRank())
+    return l.fail("axes do not match the ranks");
+  return l.done(l.dropUnitDims(x, l.resultType(), drop));
+}
+
+LogicalResult lower(onnx::TransposeOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  SmallVector<int64_t> perm;
+  if (auto p = op.getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = r - 1; i >= 0; --i)
+      perm.push_back(i);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t p : perm)
+    sizes.push_back(l.dim(x, p));
+  Value init = l.empty(l.resultType(), sizes);
+  return l.done(linalg::TransposeOp::create(l.b, x, init, perm).getResult()[0]);
+}
+
+LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
+  RankedTensorType rt = l.resultType();
+  auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
+  if (!axis)
+    return l.fail("axis out of range");
+  SmallVector<Value> ins; // operands empty along the axis add nothing
+  for (Value v : l.in)
+    if (l.typeOf(v).getDimSize(*axis) != 0)
+      ins.push_back(v);
+  if (ins.empty())
+    ins.push_back(l.in[0]);
+  if (ins.size() == 1)
+    return l.done(l.castTo(ins[0], rt));
+  return l.done(l.castTo(tensor::ConcatOp::create(l.b, *axis, ins), rt));
+}
+
+namespace {
+
+/// [start, end) of a Slice with step `step` along a dim of size `d`, as an
+/// offset and a size (steps > 0).
+std::pair<OpFoldResult, OpFoldResult> sliceRange(Lowerer &l, OpFoldResult d,
+                                                 int64_t start, int64_t end,
+                                                 int64_t step) {
+  auto norm = [&](int64_t v) {
+    return v < 0 ? l.max(l.add(d, l.idx(v)), l.idx(0)) : l.min(l.idx(v), d);
+  };
+  OpFoldResult s = norm(start), e = norm(end);
+  OpFoldResult n = l.ceilDiv(l.max(l.sub(e, s), l.idx(0)), l.idx(step));
+  return {s, n};
+}
+
+/// Slice with starts/ends/axes/steps read at run time, or negative steps:
+/// per dim, the start and step of the entry whose axis names it (0 and 1
+/// if none) and the end, clamped as the ONNX spec says; the result is a
+/// generic reading x[start + i * step] along each dim.
+LogicalResult lowerSliceGeneral(onnx::SliceOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = l.rankOf(x);
+  RankedTensorType st = l.typeOf(l.in[1]);
+  if (st.getRank() != 1 || st.isDynamicDim(0))
+    return l.fail("starts of unknown length");
+  int64_t n = st.getDimSize(0);
+  ImplicitLocOpBuilder &b = l.b;
+  using P = arith::CmpIPredicate;
+  SmallVector<Value> dims, start, end, step;
+  for (int64_t d = 0; d < r; ++d) {
+    dims.push_back(l.val(l.dim(x, d)));
+    start.push_back(cidx(b, 0));
+    end.push_back(dims[d]);
+    step.push_back(cidx(b, 1));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Value ci = cidx(b, i);
+    Value a = l.in[3] ? normAxisValue(b, indexAt(b, l.in[3], ci), r) : ci;
+    Value si = indexAt(b, l.in[1], ci), ei = indexAt(b, l.in[2], ci);
+    Value pi = l.in[4] ? indexAt(b, l.in[4], ci) : cidx(b, 1);
+    for (int64_t d = 0; d < r; ++d) {
+      Value is = arith::CmpIOp::create(b, P::eq, a, cidx(b, d));
+      start[d] = arith::SelectOp::create(b, is, si, start[d]);
+      end[d] = arith::SelectOp::create(b, is, ei, end[d]);
+      step[d] = arith::SelectOp::create(b, is, pi, step[d]);
+    }
+  }
+  auto clamp = [&](Value v, Value lo, Value hi) {
+    return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, v, lo), hi);
+  };
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < r; ++d) {
+    Value D = dims[d], zero = cidx(b, 0);
+    Value pos = arith::CmpIOp::create(b, P::sgt, step[d], zero);
+    auto wrap = [&](Value v) {
+      Value neg = arith::CmpIOp::create(b, P::slt, v, zero);
+      return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, v, D), v);
+    };
+    Value dm1 = arith::SubIOp::create(b, D, cidx(b, 1));
+    Value s = wrap(start[d]), e = wrap(end[d]);
+    s = arith::SelectOp::create(b, pos, clamp(s, zero, D), clamp(s, zero, dm1));
+    e = arith::SelectOp::create(b, pos, clamp(e, zero, D),
+                                clamp(e, cidx(b, -1), dm1));
+    // count = ceil((e - s) / step), at least 0 (for both signs of step)
+    Value q =
+        arith::CeilDivSIOp::create(b, arith::SubIOp::create(b, e, s), step[d]);
+    sizes.push_back(
+        OpFoldResult(arith::MaxSIOp::create(b, q, zero).getResult()));
+    start[d] = s;
+  }
+  return l.done(
+      l.generic(rt, l.sizesOf(rt, sizes), {}, {},
+                [&](ImplicitLocOpBuilder &ib, ValueRange) {
+                  SmallVector<Value> at;
+                  for (int64_t d = 0; d < r; ++d)
+                    at.push_back(arith::AddIOp::create(
+                        ib, start[d],
+                        arith::MulIOp::create(
+                            ib, linalg::IndexOp::create(ib, d), step[d])));
+                  return tensor::ExtractOp::create(ib, x, at);
+                }));
+}
+
+} // namespace
+
+LogicalResult lower(onnx::SliceOp op, Lowerer &l) {
+  Value x = l.in[0];
+  int64_t r = l.rankOf(x);
+  auto starts = onnx::getConstantInts(op.getStarts());
+  auto ends = onnx::getConstantInts(op.getEnds());
+  if (!starts || !ends || starts->size() != ends->size())
+    return lowerSliceGeneral(op, l);
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t i = 0; i < starts->size(); ++i)
+    axes.push_back(i);
+  if (l.in[3]) {
+    auto a = constantAxes(op.getAxes(), r);
+    if (!a || a->size() != starts->size())
+      return lowerSliceGeneral(op, l);
+    axes = *a;
+  }
+  if (l.in[4]) {
+    auto s = onnx::getConstantInts(op.getSteps());
+    if (!s || s->size() != starts->size())
+      return lowerSliceGeneral(op, l);
+    steps = *s;
+  }
+  SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
+                                                  strides(r, l.idx(1));
+  for (auto [a, s, e, st] : llvm::zip(axes, *starts, *ends, steps)) {
+    if (st <= 0)
+      return lowerSliceGeneral(op, l);
+    auto [off, n] = sliceRange(l, l.dim(x, a), s, e, st);
+    if (isConstantIntValue(n, 0)) // empty: any offset in bounds
+      off = l.idx(0);
+    offsets[a] = off, sizes[a] = n, strides[a] = l.idx(st);
+  }
+  if (llvm::is_contained(l.resultType().getShape(), 0)) // nothing to read
+    return l.done(l.empty(l.resultType(), sizes));
+  Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
+  return l.done(l.castTo(v, l.resultType()));
+}
+
+LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
+  Value x = l.in[0];
+  auto ax = normAxis((int64_t)op.getAxis(), l.rankOf(x));
+  if (!ax)
+    return l.fail("axis out of range");
+  int64_t r = l.rankOf(x), axis = *ax, n = op->getNumResults();
+  OpFoldResult d = l.dim(x, axis);
+  SmallVector<OpFoldResult> parts;
+  if (l.in[1]) {
+    auto split = onnx::getConstantInts(op.getSplit());
+    RankedTensorType st = l.typeOf(l.in[1]);
+    if (split && (int64_t)split->size() != n)
+      return l.fail("split sizes do not match the outputs");
+    if (!split && (st.getRank() != 1 || st.getDimSize(0) != n))
+      return l.fail("a run-time split of another length than the outputs");
+    for (int64_t i = 0; i < n; ++i) // sizes read at run time if need be
+      parts.push_back(split ? l.idx((*split)[i]) : l.elementIndex(l.in[1], i));
+  } else { // equal parts of ceil(d / n), the last one smaller
+    OpFoldResult chunk = l.ceilDiv(d, l.idx(n));
+    for (int64_t i = 0; i < n; ++i)
+      parts.push_back(i + 1 < n ? chunk : l.sub(d, l.mul(chunk, l.idx(n - 1))));
+  }
+  SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
+                                                  strides(r, l.idx(1));
+  for (int64_t i = 0; i < n; ++i) {
+    sizes[axis] = parts[i];
+    SmallVector<OpFoldResult> at(offsets);
+    if (isConstantIntValue(parts[i], 0)) // empty: any offset in bounds
+      at[axis] = l.idx(0);
+    RankedTensorType ri = l.resultType(i);
+    Value v =
+        llvm::is_contained(ri.getShape(), 0) // nothing to read
+            ? l.empty(ri, sizes)
+            : (Value)tensor::ExtractSliceOp::create(l.b, x, at, sizes, strides);
+    l.out.push_back(l.castTo(v, ri));
+    offsets[axis] = l.add(offsets[axis], parts[i]);
+  }
+  return success();
+}
+
+LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
+  Value x = l.in[0], shape = l.in[1];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank(), rx = l.rankOf(x);
+  RankedTensorType st = l.typeOf(shape);
+  if (st.getRank() != 1 || st.isDynamicDim(0))
+    return l.fail("a shape operand of unknown length");
+  int64_t m = st.getDimSize(0);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < r; ++d) {
+    if (!rt.isDynamicDim(d)) {
+      sizes.push_back(l.idx(rt.getDimSize(d)));
+      continue;
+    }
+    // shape[d] unless it is 1, then x's dim: one of the two is 1 or they
+    // are equal (a 0 against a 1 stays 0).
+    OpFoldResult s = d >= r - m ? l.elementIndex(shape, d - (r - m)) : l.idx(1);
+    if (d >= r - rx)
+      s = l.unlessOne(s, l.dim(x, d - (r - rx)));
+    sizes.push_back(s);
+  }
+  Value xb = l.broadcastOperand(x, rt, sizes);
+  return l.done(
+      l.generic(rt, sizes, {xb}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
+                [](ImplicitLocOpBuilder &, ValueRange a) { return a[0]; }));
+}
+
+namespace {
+
+/// An index read from a Gather's indices: negative ones count from the end.
+Value gatherIndex(ImplicitLocOpBuilder &b, Value i, Value size) {
+  i = arith::IndexCastOp::create(b, b.getIndexType(), i);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i,
+                                    arith::ConstantIndexOp::create(b, 0));
+  return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, size), i);
+}
+
+} // namespace
+
+LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
+  Value data = l.in[0], indices = l.in[1];
+  int64_t r = l.rankOf(data), q = l.rankOf(indices);
+  auto ax = normAxis((int64_t)op.getAxis(), r);
+  if (!ax)
+    return l.fail("axis out of range");
+  int64_t axis = *ax;
+  RankedTensorType rt = l.resultType();
+  Value axisDim = l.val(l.dim(data, axis));
+  if (r == 1 && q == 0) { // one element of a vector (of a shape, mostly)
+    Value i = gatherIndex(l.b, l.element(indices, 0), axisDim);
+    Value v = tensor::ExtractOp::create(l.b, data, i);
+    return l.done(tensor::FromElementsOp::create(l.b, rt, v));
+  }
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t j = 0; j < axis; ++j)
+    sizes.push_back(l.dim(data, j));
+  for (int64_t j = 0; j < q; ++j)
+    sizes.push_back(l.dim(indices, j));
+  for (int64_t j = axis + 1; j < r; ++j)
+    sizes.push_back(l.dim(data, j));
+  SmallVector<AffineExpr> ie;
+  for (int64_t j = 0; j < q; ++j)
+    ie.push_back(l.b.getAffineDimExpr(axis + j));
+  AffineMap im = AffineMap::get(rt.getRank(), 0, ie, l.b.getContext());
+  return l.done(l.generic(
+      rt, sizes, {indices}, {im}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value i = gatherIndex(b, a[0], axisDim);
+        SmallVector<Value> at;
+        for (int64_t j = 0; j < axis; ++j)
+          at.push_back(linalg::IndexOp::create(b, j));
+        at.push_back(i);
+        for (int64_t j = axis + 1; j < r; ++j)
+          at.push_back(linalg::IndexOp::create(b, j - 1 + q));
+        return tensor::ExtractOp::create(b, data, at);
+      }));
+}
+
+LogicalResult lower(onnx::TileOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<Value> xDims;
+  for (int64_t d = 0; d < rt.getRank(); ++d) {
+    xDims.push_back(l.val(l.dim(x, d)));
+    sizes.push_back(rt.isDynamicDim(d)
+                        ? l.mul(l.dim(x, d), l.elementIndex(l.in[1], d))
+                        : l.idx(rt.getDimSize(d)));
+  }
+  return l.done(
+      l.generic(rt, sizes, {}, {}, [&](ImplicitLocOpBuilder &b, ValueRange) {
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < rt.getRank(); ++d)
+          at.push_back(arith::RemUIOp::create(b, linalg::IndexOp::create(b, d),
+                                              xDims[d]));
+        return tensor::ExtractOp::create(b, x, at);
+      }));
+}
+
+LogicalResult lower(onnx::TriluOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  int64_t r = rt.getRank();
+  if (r < 2)
+    return l.fail("input of rank < 2");
+  Value k = l.in[1] ? l.element(l.in[1], 0) : scalar(l.b, l.b.getI64Type(), 0);
+  bool upper = op.getUpper();
+  Type e = rt.getElementType();
+  return l.done(
+      l.elementwise(rt, {x}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        auto i64 = [&](int64_t d) {
+          return arith::IndexCastOp::create(b, b.getI64Type(),
+                                            linalg::IndexOp::create(b, d));
+        };
+        Value diff = arith::SubIOp::create(b, i64(r - 1), i64(r - 2));
+        Value keep = arith::CmpIOp::create(
+            b, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+            diff, k);
+        return arith::SelectOp::create(b, keep, a[0], scalar(b, e, 0));
+      }));
+}
+
+} // namespace gatec::conversion::onnx_to_linalg

@@ -1,0 +1,120 @@
+//===- Normalization.cpp - LayerNormalization, RMSNorm --------------------===//
+//
+// LayerNormalization and RMSNormalization over the trailing dims, in f32 (or
+// f64): the mean and the inverse standard deviation (or root mean square) as
+// reductions, then one element-wise generic.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/conversion/OnnxToLinalg/Common.h"
+
+namespace gatec::conversion::onnx_to_linalg {
+
+namespace {
+
+/// The mean of `x` over `axes` (dropped), in `acc`; `n` is their count.
+Value normMean(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n) {
+  Value sum = l.reduce(
+      x, axes, acc, scalarAttr(l.b, acc, 0), {},
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange) -> Value {
+        return arith::AddFOp::create(b, a, convert(b, v, acc));
+      });
+  return l.elementwise(l.typeOf(sum), {sum},
+                       [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                         return arith::DivFOp::create(b, a[0], n);
+                       });
+}
+
+/// 1 / sqrt(mean((x - mean)^2) + eps) over `axes`; without `mean`, the
+/// root mean square's reciprocal (RMSNormalization).
+Value normInvStd(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n,
+                 Value mean, double eps) {
+  SmallVector<Value> rows;
+  if (mean)
+    rows.push_back(mean);
+  Value ss = l.reduce(
+      x, axes, acc, scalarAttr(l.b, acc, 0), rows,
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
+        Value d = convert(b, v, acc);
+        if (!m.empty())
+          d = arith::SubFOp::create(b, d, m[0]);
+        return arith::AddFOp::create(b, a, arith::MulFOp::create(b, d, d));
+      });
+  Value epsV = scalar(l.b, acc, eps);
+  return l.elementwise(
+      l.typeOf(ss), {ss}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value var = arith::DivFOp::create(b, a[0], n);
+        return math::RsqrtOp::create(b, arith::AddFOp::create(b, var, epsV));
+      });
+}
+
+/// y = (x - mean) * inv * scale + bias, scale and bias broadcast to x.
+Value normApply(Lowerer &l, RankedTensorType rt, ArrayRef<int64_t> axes,
+                Value x, Value inv, Value scale, Value mean, Value bias) {
+  int64_t r = rt.getRank();
+  Type e = rt.getElementType(), acc = accType(e);
+  AffineMap row = l.dropMap(r, axes);
+  SmallVector<OpFoldResult> sizes = l.dims(x);
+  SmallVector<Value> ins{x, inv, l.broadcastOperand(scale, rt, sizes)};
+  SmallVector<AffineMap> maps{l.b.getMultiDimIdentityMap(r), row,
+                              l.broadcastMap(l.typeOf(scale), rt.getShape())};
+  if (mean) {
+    ins.push_back(mean);
+    maps.push_back(row);
+  }
+  if (bias) {
+    ins.push_back(l.broadcastOperand(bias, rt, sizes));
+    maps.push_back(l.broadcastMap(l.typeOf(bias), rt.getShape()));
+  }
+  return l.generic(
+      rt, sizes, ins, maps, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value v = convert(b, a[0], acc);
+        if (mean)
+          v = arith::SubFOp::create(b, v, a[3]);
+        v = arith::MulFOp::create(b, arith::MulFOp::create(b, v, a[1]),
+                                  convert(b, a[2], acc));
+        if (bias)
+          v = arith::AddFOp::create(b, v, convert(b, a.back(), acc));
+        return convert(b, v, e);
+      });
+}
+
+/// A normalisation statistic (reduced dims dropped) as the result `i`:
+/// the reduced dims back as 1s, its element type; null where unused.
+Value normStat(Lowerer &l, unsigned i, Value v, ArrayRef<int64_t> axes) {
+  auto t = l.resultType(i);
+  if (!t)
+    return Value();
+  Value c = l.elementwise(l.typeOf(v).clone(t.getElementType()), {v},
+                          [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                            return convert(b, a[0], t.getElementType());
+                          });
+  SmallVector<bool> unit(t.getRank(), false);
+  for (int64_t a : axes)
+    unit[a] = true;
+  return l.insertUnitDims(c, t, unit);
+}
+
+} // namespace
+
+/// LayerNormalization (Y, and Mean / InvStdDev where used) or, with
+/// `rms`, RMSNormalization, over the dims [axis, rank), in f32 (or f64).
+LogicalResult lowerNorm(int64_t onnxAxis, double eps, bool rms, Lowerer &l) {
+  Value x = l.in[0], scale = l.in[1], bias = rms ? Value() : l.in[2];
+  RankedTensorType rt = l.resultType();
+  auto axis = normAxis(onnxAxis, rt.getRank());
+  if (!axis)
+    return l.fail("axis out of range");
+  auto axes = llvm::to_vector(llvm::seq<int64_t>(*axis, rt.getRank()));
+  Type acc = accType(rt.getElementType());
+  Value n = l.countOf(x, axes, acc);
+  Value mean = rms ? Value() : normMean(l, x, axes, acc, n);
+  Value inv = normInvStd(l, x, axes, acc, n, mean, eps);
+  l.out.push_back(normApply(l, rt, axes, x, inv, scale, mean, bias));
+  if (!rms && l.op->getNumResults() == 3) {
+    l.out.push_back(normStat(l, 1, mean, axes));
+    l.out.push_back(normStat(l, 2, inv, axes));
+  }
+  return success();
+}
+
+} // namespace gatec::conversion::onnx_to_linalg
