@@ -3,7 +3,7 @@
 
 #include "compiler/FusionReport.h"
 #include "compiler/GateReport.h"
-#include "compiler/LibraryEmitter.h"
+#include "compiler/target/LibraryEmitter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/registration/Registration.h"
 #include "compiler/support/Diagnostics.h"

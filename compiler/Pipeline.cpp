@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - the phases of gatec ---------------------------------===//
 #include "compiler/Pipeline.h"
+#include "compiler/target/Targets.h"
 
 #include "passes/conversion/Passes.h"
 #include "passes/fusion/Passes.h"
@@ -109,103 +110,12 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
   };
 }
 
+} // namespace
+
 /// The host-side lowering of loops and memrefs to the LLVM dialect.
-const char *kHostToLLVM =
+const char *const kHostToLLVM =
     "convert-linalg-to-loops,memref-expand,expand-strided-metadata,"
     "lower-affine,";
-
-Phase cpuPhase(const PipelineOptions &o) {
-  return {"cpu", "loops, LLVM dialect for the host CPU",
-          [o](mlir::OpPassManager &pm) -> LogicalResult {
-            if (o.cpuThreadMapping) {
-              gpu::DistributeToThreadsOptions d;
-              d.threads = o.gpuThreads;
-              d.mma = o.gpuMma ? "emulate" : "none";
-              pm.addNestedPass<mlir::func::FuncOp>(
-                  gpu::createDistributeToThreads(d));
-            }
-            return addPassPipeline(
-                pm, "cpu",
-                std::string(kHostToLLVM) +
-                    // Each scf.forall iteration is a task for an OpenMP
-                    // thread; the alloca scopes the OpenMP conversion adds
-                    // are lowered before scf-to-cf splits their bodies into
-                    // blocks.
-                    "scf-forall-to-parallel,convert-scf-to-openmp,"
-                    // Vector code (the chunked linear attention's
-                    // register-blocked products): transfers become vector
-                    // loads and stores.
-                    "convert-vector-to-llvm,"
-                    "finalize-memref-to-llvm,"
-                    // bf16 arithmetic in f32, rounded to bf16 after each op,
-                    // and the rounding as integer arithmetic: libgcc 12 has
-                    // no __truncsfbf2 for the model library to link.
-                    "bf16-arith-to-f32,arith-expand{include-bf16=true},"
-                    "convert-scf-to-cf,lower-run-time-checks,"
-                    "convert-math-to-llvm,convert-math-to-"
-                    "libm,convert-to-llvm,reconcile-unrealized-casts");
-          }};
-}
-
-std::vector<Phase> cudaPhases(const PipelineOptions &o) {
-  return {
-      {"gpu", "tiled loops mapped onto blocks and threads, kernels outlined",
-       [o](mlir::OpPassManager &pm) -> LogicalResult {
-         gpu::DistributeToThreadsOptions d;
-         d.threads = o.gpuThreads;
-         d.mma = o.gpuMma ? "sync" : "none";
-         // No canonicalization in between: it would fold one-block loops
-         // (the kernels of host ops) into their bodies.
-         pm.addNestedPass<mlir::func::FuncOp>(
-             gpu::createDistributeToThreads(d));
-         gpu::MapForallToGpuOptions m;
-         m.threads = o.gpuThreads;
-         pm.addPass(gpu::createMapForallToGpu(m));
-         pm.addNestedPass<mlir::func::FuncOp>(gpu::createDeviceMemory());
-         // Outlined first: the canonicalizer would hoist the constants the
-         // mapping sank into the kernels back to the host function.
-         if (failed(addPassPipeline(pm, "gpu", "gpu-kernel-outlining")))
-           return failure();
-         pm.addNestedPass<mlir::gpu::GPUModuleOp>(
-             gpu::createAlignWorkgroupMemory());
-         pm.addPass(mlir::createCanonicalizerPass());
-         pm.addPass(mlir::createCSEPass());
-         return success();
-       }},
-      {"nvvm", "kernels in the NVVM dialect; host code still on memrefs",
-       [o](mlir::OpPassManager &pm) -> LogicalResult {
-         return addPassPipeline(
-             pm, "nvvm",
-             "nvvm-attach-target{chip=" + o.gpuArch +
-                 " features=+ptx80 O=3},"
-                 "gpu.module(lower-affine,expand-strided-metadata,"
-                 "lower-affine,convert-vector-to-scf,convert-scf-to-cf,"
-                 "convert-vector-to-llvm,convert-gpu-to-nvvm{index-"
-                 "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)");
-       }},
-      {"ptx",
-       "kernels as PTX/cubin embedded in the host module (LLVM "
-       "dialect); host code calls the CUDA runtime",
-       [o](mlir::OpPassManager &pm) -> LogicalResult {
-         return addPassPipeline(
-             pm, "ptx",
-             std::string(kHostToLLVM) +
-                 // Launches, copies and allocations become asynchronous on
-                 // one stream, with host waits only where the host needs
-                 // the GPU's results.
-                 "convert-scf-to-cf,func.func(gpu-async-region,"
-                 "elide-host-waits),lower-run-time-checks,"
-                 "arith-expand{include-bf16=true},"
-                 "finalize-memref-to-llvm,convert-math-to-llvm,"
-                 "convert-math-to-libm,gpu-to-llvm,"
-                 "convert-to-llvm,"
-                 "reconcile-unrealized-casts,"
-                 "gpu-module-to-binary{format=" +
-                 o.gpuFormat + "},canonicalize");
-       }},
-  };
-}
-} // namespace
 
 std::vector<Phase> buildPhases(const PipelineOptions &options) {
   std::vector<Phase> phases = commonPhases(options);

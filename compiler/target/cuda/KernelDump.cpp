@@ -1,5 +1,5 @@
 //===- KernelDump.cpp - --dump-kernels: PTX and ptxas resource usage ------===//
-#include "compiler/LibraryEmitter.h"
+#include "compiler/target/LibraryEmitter.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassManager.h"

@@ -6,8 +6,8 @@
 // weights in its read-only data (mapped, not copied, when loaded).
 //
 //===----------------------------------------------------------------------===//
-#ifndef GATEC_COMPILER_LIBRARYEMITTER_H
-#define GATEC_COMPILER_LIBRARYEMITTER_H
+#ifndef GATEC_COMPILER_TARGET_LIBRARYEMITTER_H
+#define GATEC_COMPILER_TARGET_LIBRARYEMITTER_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include <string>

@@ -1,0 +1,29 @@
+//===- Targets.h - the phases of each target --------------------*- C++ -*-===//
+//
+// Phases 1-5 are shared (compiler/Pipeline.cpp); each target adds its own,
+// from its folder: compiler/target/cpu (phase `cpu`) and
+// compiler/target/cuda (phases `gpu`, `nvvm`, `ptx`, and --dump-kernels).
+// Both emit their library through compiler/target/LibraryEmitter.h, whose
+// ABI wrapper starts with compiler/target/abi/model_support.c.
+//
+//===----------------------------------------------------------------------===//
+#ifndef GATEC_COMPILER_TARGET_TARGETS_H
+#define GATEC_COMPILER_TARGET_TARGETS_H
+
+#include "compiler/Pipeline.h"
+
+namespace gatec {
+
+/// The host-side lowering of loops and memrefs to the LLVM dialect that
+/// both targets' host code starts with (a textual pipeline prefix).
+extern const char *const kHostToLLVM;
+
+/// Phase 6a: `cpu`.
+Phase cpuPhase(const PipelineOptions &o);
+
+/// Phases 6b-8b: `gpu`, `nvvm`, `ptx`.
+std::vector<Phase> cudaPhases(const PipelineOptions &o);
+
+} // namespace gatec
+
+#endif

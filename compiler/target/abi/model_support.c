@@ -1,0 +1,98 @@
+/*===- model_support.c - the fixed part of every model library's wrapper --===
+ *
+ * gatec compiles each model into a library whose ABI wrapper (the model ABI,
+ * gatec/model_abi.h, over the C interface of @main_graph) is generated per
+ * model by compiler/target/LibraryEmitter.cpp: this file first, verbatim,
+ * then the model's types, signature tables and gatec_run. It is a real C11
+ * source: the build compiles it on its own and tests it
+ * (model_support_test.c). Reentrant: the only mutable state is the calling
+ * thread's run-time check handler.
+ *===----------------------------------------------------------------------===*/
+#include "gatec/model_abi.h"
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A failed run-time check of the model (--lower-run-time-checks) ends the
+   run here: back to gatec_run, which returns the message as the run's
+   error. */
+static _Thread_local jmp_buf *gatec_check_env;
+static _Thread_local const char *gatec_check_msg;
+__attribute__((visibility("hidden"), noreturn)) void
+gatec_check_failed(const char *msg) {
+  gatec_check_msg = msg;
+  if (gatec_check_env)
+    longjmp(*gatec_check_env, 1);
+  fprintf(stderr, "%s\n", msg);
+  abort();
+}
+
+/* f32 to bf16, rounded to nearest even, NaN to the quiet NaN 0x7FC0 (as
+   gatec's own rounding). LLVM's x86 backend calls it for a bf16 conversion
+   it forms itself (it recognizes the integer rounding of a vectorized bf16
+   store), and libgcc 12 has none. The bf16 result is returned, as the ABI
+   wants, in the low 16 bits of xmm0: typed float here, since with a __bf16
+   type clang would form the same conversion, i.e. a call of this function,
+   again. */
+__attribute__((visibility("hidden"))) float __truncsfbf2(float f) {
+  unsigned u, h;
+  float r;
+  memcpy(&u, &f, 4);
+  __asm__("" : "+r"(u)); /* opaque: no pattern to recognize */
+  h = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u
+                                      : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  memcpy(&r, &h, 4);
+  return r;
+}
+
+/* Copies a strided view into dense row-major memory. */
+static void gatec_copy(char *dst, const char *src, int64_t rank,
+                       const int64_t *sizes, const int64_t *strides,
+                       size_t esize) {
+  int64_t n = 1, idx[16] = {0};
+  for (int64_t i = 0; i < rank; ++i)
+    n *= sizes[i];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      off += idx[i] * strides[i];
+    memcpy(dst + k * esize, src + off * (int64_t)esize, esize);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < sizes[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+}
+
+/* memref.copy of non-contiguous views calls this (MLIR's CRunnerUtils
+   signature); the model library carries its own so that it needs nothing
+   but libc and libm. */
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} gatec_unranked;
+__attribute__((visibility("hidden"))) void
+memrefCopy(int64_t esize, gatec_unranked *src, gatec_unranked *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
+  /* offset, sizes[rank], strides[rank] */
+  const int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
+  int64_t n = 1, idx[16] = {0};
+  for (int64_t i = 0; i < rank; ++i)
+    n *= sizes[i];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t so = sm[0], dof = dm[0];
+    for (int64_t i = 0; i < rank; ++i)
+      so += idx[i] * sstr[i], dof += idx[i] * dstr[i];
+    memcpy(d[1] + dof * esize, s[1] + so * esize, (size_t)esize);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < sizes[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+//===- CudaTarget.cpp - the CUDA target's phases --------------------------===//
+//
+// Phases 6b-8b, `gpu`, `nvvm` and `ptx`: the tiled loops mapped onto blocks
+// and threads, the kernels in NVVM, then PTX/cubin embedded in a host module
+// that calls the CUDA runtime (runtime/src/cuda).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/target/Targets.h"
+
+#include "passes/gpu/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace gatec {
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+
+std::vector<Phase> cudaPhases(const PipelineOptions &o) {
+  return {
+      {"gpu", "tiled loops mapped onto blocks and threads, kernels outlined",
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
+         gpu::DistributeToThreadsOptions d;
+         d.threads = o.gpuThreads;
+         d.mma = o.gpuMma ? "sync" : "none";
+         // No canonicalization in between: it would fold one-block loops
+         // (the kernels of host ops) into their bodies.
+         pm.addNestedPass<mlir::func::FuncOp>(
+             gpu::createDistributeToThreads(d));
+         gpu::MapForallToGpuOptions m;
+         m.threads = o.gpuThreads;
+         pm.addPass(gpu::createMapForallToGpu(m));
+         pm.addNestedPass<mlir::func::FuncOp>(gpu::createDeviceMemory());
+         // Outlined first: the canonicalizer would hoist the constants the
+         // mapping sank into the kernels back to the host function.
+         if (failed(addPassPipeline(pm, "gpu", "gpu-kernel-outlining")))
+           return failure();
+         pm.addNestedPass<mlir::gpu::GPUModuleOp>(
+             gpu::createAlignWorkgroupMemory());
+         pm.addPass(mlir::createCanonicalizerPass());
+         pm.addPass(mlir::createCSEPass());
+         return success();
+       }},
+      {"nvvm", "kernels in the NVVM dialect; host code still on memrefs",
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
+         return addPassPipeline(
+             pm, "nvvm",
+             "nvvm-attach-target{chip=" + o.gpuArch +
+                 " features=+ptx80 O=3},"
+                 "gpu.module(lower-affine,expand-strided-metadata,"
+                 "lower-affine,convert-vector-to-scf,convert-scf-to-cf,"
+                 "convert-vector-to-llvm,convert-gpu-to-nvvm{index-"
+                 "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)");
+       }},
+      {"ptx",
+       "kernels as PTX/cubin embedded in the host module (LLVM "
+       "dialect); host code calls the CUDA runtime",
+       [o](mlir::OpPassManager &pm) -> LogicalResult {
+         return addPassPipeline(
+             pm, "ptx",
+             std::string(kHostToLLVM) +
+                 // Launches, copies and allocations become asynchronous on
+                 // one stream, with host waits only where the host needs
+                 // the GPU's results.
+                 "convert-scf-to-cf,func.func(gpu-async-region,"
+                 "elide-host-waits),lower-run-time-checks,"
+                 "arith-expand{include-bf16=true},"
+                 "finalize-memref-to-llvm,convert-math-to-llvm,"
+                 "convert-math-to-libm,gpu-to-llvm,"
+                 "convert-to-llvm,"
+                 "reconcile-unrealized-casts,"
+                 "gpu-module-to-binary{format=" +
+                 o.gpuFormat + "},canonicalize");
+       }},
+  };
+}
+} // namespace gatec
