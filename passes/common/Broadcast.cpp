@@ -1,6 +1,7 @@
 //===- Broadcast.cpp - ONNX multidirectional broadcasting -----------------===//
 #include "passes/common/Broadcast.h"
 
+#include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -79,6 +80,17 @@ Root rootOfIndex(OpFoldResult f) {
   if (auto d = v.getDefiningOp<tensor::DimOp>())
     if (std::optional<int64_t> i = d.getConstantIndex())
       return rootOfDim(d.getSource(), *i);
+  // A broadcast size (a == 1 ? b : a) whose sides have become provably
+  // equal (an operand was still an unlowered op when it was built) is a.
+  if (auto sel = v.getDefiningOp<arith::SelectOp>())
+    if (auto c = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+        c && c.getPredicate() == arith::CmpIPredicate::eq &&
+        c.getLhs() == sel.getFalseValue() &&
+        isConstantIntValue(c.getRhs(), 1)) {
+      Root a = rootOfIndex(sel.getFalseValue());
+      if (rootOfIndex(sel.getTrueValue()) == a)
+        return a;
+    }
   return opaqueRoot(v);
 }
 
@@ -127,6 +139,39 @@ Root rootOfDim(Value v, int64_t dim) {
       return rootOfIndex(e.getDynamicSize(dim));
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
       return rootOfIndex(e.getMixedOutputShape()[dim]);
+    if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
+      // A dim other than the concatenated one is every input's.
+      if ((int64_t)c.getDim() == dim)
+        return opaqueRoot(v, dim);
+      v = c.getInputs().front();
+      continue;
+    }
+    if (auto a = dyn_cast<gated::AttentionOp>(op)) {
+      // [B, Hq, T, Dv]: T is the query's; Dv the value's; B the broadcast
+      // of every operand's batch: their common root where they all have
+      // one (a statically-1 operand does not change it).
+      if (dim == 2 || dim == 3) {
+        v = dim == 2 ? a.getQuery() : a.getValue();
+        continue;
+      }
+      if (dim != 0)
+        return opaqueRoot(v, dim);
+      std::optional<Root> common;
+      SmallVector<Value> batched{a.getQuery(), a.getKey(), a.getValue()};
+      if (a.getGate())
+        batched.push_back(a.getGate());
+      if (a.getMask() && cast<ShapedType>(a.getMask().getType()).getRank() == 4)
+        batched.push_back(a.getMask());
+      for (Value x : batched) {
+        if (cast<ShapedType>(x.getType()).getDimSize(0) == 1)
+          continue;
+        Root r = rootOfDim(x, 0);
+        if (common && !(*common == r))
+          return opaqueRoot(v, dim);
+        common = r;
+      }
+      return common ? *common : constantRoot(1);
+    }
     if (auto x = dyn_cast<tensor::ExtractSliceOp>(op)) {
       llvm::SmallBitVector dropped = x.getDroppedDims();
       SmallVector<OpFoldResult> sizes = x.getMixedSizes();

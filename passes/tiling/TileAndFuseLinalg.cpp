@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "passes/tiling/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
@@ -51,6 +53,25 @@ bool isFullSlice(tensor::ExtractSliceOp slice) {
   return true;
 }
 
+/// True when every size of the slice has a constant upper bound (static,
+/// or a tile size min(c, ...)): a fused producer's tile is a scratch buffer
+/// of the loop body, which the GPU mapping places in shared memory or in
+/// per-block slices of one buffer, so it must be bounded. (A dynamic dim
+/// the tiling leaves whole, e.g. the sequence of a [batch, seq] row
+/// statistic tiled over batch, is not.)
+bool hasBoundedSizes(tensor::ExtractSliceOp slice) {
+  for (OpFoldResult size : slice.getMixedSizes()) {
+    if (getConstantIntValue(size))
+      continue;
+    auto min = cast<Value>(size).getDefiningOp<affine::AffineMinOp>();
+    if (!min || llvm::none_of(min.getMap().getResults(), [](AffineExpr e) {
+          return isa<AffineConstantExpr>(e);
+        }))
+      return false;
+  }
+  return true;
+}
+
 struct TileAndFuseLinalgPass
     : gatec::tiling::impl::TileAndFuseLinalgBase<TileAndFuseLinalgPass> {
   using Base::Base;
@@ -90,6 +111,13 @@ struct TileAndFuseLinalgPass
     linalg::populateSwapExtractSliceWithFillPatterns(cleanup);
     FrozenRewritePatternSet frozen(std::move(cleanup));
 
+    // Dynamic sizes read off a producer's result (tensor.dim, e.g. the
+    // loop bounds of its consumer's tiling) are not uses that keep it from
+    // fusing: after each tiling they are read off its destination instead
+    // (the same sizes, by the op's semantics), and it is then dead.
+    RewritePatternSet dimPatterns(ctx);
+    memref::populateResolveRankedShapedTypeResultDimsPatterns(dimPatterns);
+    FrozenRewritePatternSet resolveDims(std::move(dimPatterns));
     while (linalg::LinalgOp root = nextRoot(f)) {
       root->setAttr(kVisited, UnitAttr::get(ctx));
       SmallVector<OpFoldResult> sizes = tileSizes(rewriter, root, rows);
@@ -107,11 +135,12 @@ struct TileAndFuseLinalgPass
               -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
             Operation *p = producer.getOwner();
             if (!fuseProducers || !isa<linalg::LinalgOp>(p) ||
-                isFullSlice(slice))
+                isFullSlice(slice) || !hasBoundedSizes(slice))
               return std::nullopt;
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())
-              if (!fused.contains(u) && !(loop && loop->isAncestor(u)))
+              if (!fused.contains(u) && !(loop && loop->isAncestor(u)) &&
+                  !isa<tensor::DimOp>(u))
                 return std::nullopt;
             fused.insert(p);
             return scf::SCFTileAndFuseOptions::ControlFnResult{};
@@ -125,6 +154,8 @@ struct TileAndFuseLinalgPass
       for (OpResult r : root->getResults())
         if (Value repl = result->replacements.lookup(r))
           rewriter.replaceAllUsesWith(r, repl);
+      if (fused.size() > 1)
+        (void)applyPatternsGreedily(f, resolveDims);
       eraseDeadLinalg(f, rewriter);
     }
     f.walk([](Operation *o) { o->removeAttr(kVisited); });

@@ -345,8 +345,7 @@ SmallVector<OpFoldResult> Lowerer::broadcastSizes(RankedTensorType out,
 
 Value Lowerer::broadcastOperand(Value v, RankedTensorType out,
                                 ArrayRef<OpFoldResult> sizes) {
-  return common::broadcastAtRunTime(b, b.getLoc(), v, out.getShape(),
-                                        sizes);
+  return common::broadcastAtRunTime(b, b.getLoc(), v, out.getShape(), sizes);
 }
 
 Value Lowerer::elementwise(RankedTensorType outType, ValueRange ins,

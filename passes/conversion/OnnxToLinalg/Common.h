@@ -81,6 +81,9 @@ struct Lowerer {
   ImplicitLocOpBuilder b;
   SmallVector<Value> in;
   SmallVector<Value> out;
+  /// The lowered value of each onnx value lowered so far (null in the
+  /// Scan bodies' own lowerings).
+  IRMapping *map = nullptr;
 
   explicit Lowerer(Operation *op) : op(op), b(op->getLoc(), op) {}
 

@@ -114,8 +114,8 @@ LogicalResult lower(onnx::MatMulOp op, Lowerer &l) {
       o[i] = nb - n + i;
     return o;
   };
-  a = common::broadcastDimsAtRunTime(
-      l.b, l.b.getLoc(), a, batchOutDims(ra, na), rt.getShape(), sizes);
+  a = common::broadcastDimsAtRunTime(l.b, l.b.getLoc(), a, batchOutDims(ra, na),
+                                     rt.getShape(), sizes);
   bm = common::broadcastDimsAtRunTime(
       l.b, l.b.getLoc(), bm, batchOutDims(rb, nbb), rt.getShape(), sizes);
   MLIRContext *ctx = l.b.getContext();

@@ -10,6 +10,8 @@
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -66,6 +68,29 @@ LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
   return l.done(l.filled(rt, sizes, v));
 }
 
+/// The size, as an index value, of the tensor dim that `op`'s limit reads
+/// (Gather(Shape(x), i), possibly Cast), where start is 0 and delta 1;
+/// null otherwise.
+Value rangeOverDim(onnx::RangeOp op, Lowerer &l) {
+  auto start = onnx::getConstantDoubles(op->getOperand(0));
+  auto delta = onnx::getConstantDoubles(op->getOperand(2));
+  if (!l.map || !start || !delta || start->size() != 1 || delta->size() != 1 ||
+      (*start)[0] != 0.0 || (*delta)[0] != 1.0)
+    return Value();
+  Value limit = op->getOperand(1);
+  // An integer shape element cast to the Range's type.
+  if (auto c = limit.getDefiningOp<onnx::CastOp>())
+    if (getElementTypeOrSelf(c->getOperand(0).getType()).isInteger())
+      limit = c->getOperand(0);
+  auto dims = onnx::getShapeDims(limit);
+  if (!dims || dims->size() != 1 || !(*dims)[0].src)
+    return Value();
+  Value src = l.map->lookupOrDefault((*dims)[0].src);
+  if (!src || !isa<RankedTensorType>(src.getType()))
+    return Value();
+  return tensor::DimOp::create(l.b, src, (*dims)[0].dim);
+}
+
 LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   RankedTensorType rt = l.resultType();
   Type e = rt.getElementType();
@@ -88,6 +113,16 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   n = arith::MaxSIOp::create(b, n, scalar(b, b.getI64Type(), 0));
   OpFoldResult size = OpFoldResult(
       arith::IndexCastOp::create(b, b.getIndexType(), n).getResult());
+  // Range(0, n, 1) over a tensor's dynamic dim n (positions 0..T-1, as
+  // exporters write them): its size is that dim, checked equal here once,
+  // so that what it broadcasts against is provably the same size.
+  if (Value dim = rangeOverDim(op, l)) {
+    cf::AssertOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, l.val(size)),
+        "gatec: a Range over a dim of a tensor has another length (" +
+            describeOp(op->getLoc()) + ")");
+    size = dim;
+  }
   return l.done(
       l.generic(rt, l.sizesOf(rt, {size}), {}, {},
                 [&](ImplicitLocOpBuilder &ib, ValueRange) {

@@ -105,6 +105,7 @@ LogicalResult lowerOp(Operation *op, IRMapping &map, Block *into) {
   if (isa<onnx::NoValueOp>(op)) // its users read a null operand
     return success();
   Lowerer l(op);
+  l.map = &map;
   if (into)
     l.b.setInsertionPointToEnd(into);
   if (op->getNumRegions() && !isa<onnx::ScanOp>(op))
