@@ -3,10 +3,10 @@
 
 #include "compiler/FusionReport.h"
 #include "compiler/GateReport.h"
-#include "compiler/target/LibraryEmitter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/registration/Registration.h"
 #include "compiler/support/Diagnostics.h"
+#include "compiler/target/LibraryEmitter.h"
 #include "passes/gated/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -255,22 +255,42 @@ int runCompiler(CompileOptions o) {
   ctx.printOpOnDiagnostic(false);
   // Every phase's passes are built once up front: a pass pipeline string
   // that does not parse is an error before any work, whatever the span.
-  if (failed(printPipelines(ctx, phases,
-                            o.printPipelines ? &llvm::outs() : nullptr)))
-    return 1;
-  if (o.printPipelines)
+  if (o.printPipelines) {
+    std::string err;
+    auto out = openOutputFile(o.output, &err);
+    if (!out) {
+      llvm::errs() << "gatec: cannot write '" << o.output << "': " << err
+                   << "\n";
+      return 1;
+    }
+    if (failed(printPipelines(ctx, phases, &out->os())))
+      return 1;
+    out->keep();
     return 0;
+  }
+  if (failed(printPipelines(ctx, phases, nullptr)))
+    return 1;
 
   OwningOpRef<ModuleOp> module = load(ctx, o);
   if (!module)
     return 1;
 
   if (o.report == "fusion") {
-    if (o.compileFrom.empty() || span->first < findPhase(phases, "tiled"))
-      return failed(printFusionReport(*module, span->first, o.pipeline,
-                                      o.reportDim, llvm::outs()))
-                 ? 1
-                 : 0;
+    // The report is the output: to -o when given.
+    if (o.compileFrom.empty() || span->first < findPhase(phases, "tiled")) {
+      std::string err;
+      auto out = openOutputFile(o.output, &err);
+      if (!out) {
+        llvm::errs() << "gatec: cannot write '" << o.output << "': " << err
+                     << "\n";
+        return 1;
+      }
+      if (failed(printFusionReport(*module, span->first, o.pipeline,
+                                   o.reportDim, out->os())))
+        return 1;
+      out->keep();
+      return 0;
+    }
     llvm::errs() << "gatec: --report=fusion needs the IR of a phase before "
                     "'tiled'\n";
     return 1;

@@ -19,11 +19,19 @@
 #include "passes/gpu/MmaSync.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
+#include <limits>
 
 using namespace mlir;
 
 namespace gatec {
 namespace {
+
+/// a + b, saturating at INT64_MAX (byte counts are non-negative).
+int64_t satAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max()
+                                          : r;
+}
 
 struct Kernel {
   std::string kind, node;
@@ -47,13 +55,18 @@ int64_t bytesOf(Type t, int64_t dynamicDim) {
   auto m = dyn_cast<BaseMemRefType>(t);
   if (!m || !m.hasRank())
     return 0;
+  // Saturating: a huge --report-dim reports INT64_MAX, not a negative size.
   int64_t n = 1;
-  for (int64_t d : m.getShape())
-    n *= ShapedType::isDynamic(d) ? dynamicDim : d;
   unsigned bits = m.getElementType().isIntOrFloat()
                       ? m.getElementType().getIntOrFloatBitWidth()
                       : 64;
-  return n * ((bits + 7) / 8);
+  SmallVector<int64_t> factors(m.getShape());
+  factors.push_back((bits + 7) / 8);
+  for (int64_t d : factors)
+    if (__builtin_mul_overflow(n, ShapedType::isDynamic(d) ? dynamicDim : d,
+                               &n))
+      return std::numeric_limits<int64_t>::max();
+  return n;
 }
 
 /// Bytes a top-level op moves: every buffer it uses that is defined outside
@@ -87,7 +100,8 @@ Kernel measure(Operation *op, int64_t dynamicDim, bool mma) {
   });
   for (Value v : used) {
     int64_t b = bytesOf(v.getType(), dynamicDim);
-    (writtenRoots.contains(v) ? k.written : k.read) += b;
+    int64_t &sum = writtenRoots.contains(v) ? k.written : k.read;
+    sum = satAdd(sum, b);
   }
   return k;
 }
@@ -133,8 +147,8 @@ void printKernels(llvm::raw_ostream &os, StringRef title, ArrayRef<Kernel> ks) {
       os << "  [tensor cores: " << ks[i].mma << " GEMM"
          << (ks[i].mma > 1 ? "s" : "") << "]";
     os << "\n";
-    r += ks[i].read;
-    w += ks[i].written;
+    r = satAdd(r, ks[i].read);
+    w = satAdd(w, ks[i].written);
   }
   os << "  total: " << ks.size() << " kernels, read " << r << " B, write " << w
      << " B\n";
@@ -161,9 +175,9 @@ LogicalResult printFusionReport(ModuleOp imported, int firstPhase,
   printKernels(os, "fused", *b);
   int64_t ra = 0, rb = 0;
   for (const Kernel &k : *a)
-    ra += k.read + k.written;
+    ra = satAdd(ra, satAdd(k.read, k.written));
   for (const Kernel &k : *b)
-    rb += k.read + k.written;
+    rb = satAdd(rb, satAdd(k.read, k.written));
   os << "summary: kernels " << a->size() << " -> " << b->size()
      << ", bytes moved " << ra << " -> " << rb
      << llvm::format(" (%.2fx)", rb ? (double)ra / rb : 0.0) << "\n";

@@ -1,6 +1,7 @@
 //===- ConstantValues.cpp - reading constant operands ---------------------===//
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/OnnxDialect.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinDialect.h"
@@ -185,13 +186,37 @@ namespace {
 std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   Operation *def = v.getDefiningOp();
   auto rt = dyn_cast<RankedTensorType>(v.getType());
-  if (!def || !rt || def->getNumResults() != 1)
+  if (!def || !rt)
     return {Value(), -1};
   int64_t rank = rt.getRank();
   auto rankOf = [](Value x) {
     auto t = dyn_cast<RankedTensorType>(x.getType());
     return t ? t.getRank() : (int64_t)-1;
   };
+  // Split: every dim but the split axis is the input's.
+  if (auto sp = dyn_cast<SplitOp>(def)) {
+    int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+    if (rankOf(sp.getInput()) != rank || i == axis)
+      return {Value(), -1};
+    return {sp.getInput(), i};
+  }
+  if (def->getNumResults() != 1)
+    return {Value(), -1};
+  // Squeeze with constant axes: dim i is the i-th kept dim of the data.
+  if (auto sq = dyn_cast<SqueezeOp>(def)) {
+    int64_t r = rankOf(sq.getData());
+    auto axes = getConstantInts(sq.getAxes());
+    if (r < 0 || !axes)
+      return {Value(), -1};
+    llvm::SmallBitVector squeezed(r);
+    for (int64_t a : *axes)
+      if (a + (a < 0 ? r : 0) >= 0 && a + (a < 0 ? r : 0) < r)
+        squeezed.set(a + (a < 0 ? r : 0));
+    for (int64_t k = 0, kept = -1; k < r; ++k)
+      if (!squeezed[k] && ++kept == i)
+        return {sq.getData(), k};
+    return {Value(), -1};
+  }
   if (auto t = dyn_cast<TransposeOp>(def)) {
     if (rankOf(t.getData()) != rank)
       return {Value(), -1};

@@ -68,6 +68,12 @@ std::optional<BandMask> bandMask(Value v) {
   if (!d)
     return std::nullopt;
   if (auto t = dyn_cast<onnx::TriluOp>(d)) {
+    // A band over [rows, keys]: a row or key dim of 1 would broadcast one
+    // row (or key) of the band over the scores, which is not causal.
+    auto tt = dyn_cast<RankedTensorType>(t.getType());
+    if (!tt || tt.getRank() < 2 || tt.getDimSize(tt.getRank() - 2) == 1 ||
+        tt.getDimSize(tt.getRank() - 1) == 1)
+      return std::nullopt;
     auto fill = splatValue(t.getInput());
     int64_t k = 0;
     if (!isa<NoneType>(t.getK().getType())) {

@@ -9,8 +9,8 @@
 
 #include "dialects/gated/GatedDialect.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
-#include "passes/common/Broadcast.h"
 #include "passes/common/Activations.h"
+#include "passes/common/Broadcast.h"
 #include <cmath>
 
 namespace gatec::tiling {
@@ -163,8 +163,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       batch.push_back({gSrc, 0});
     if (mask && mt.getRank() == 4)
       batch.push_back({mask, 0});
-    B = getValueOrCreateConstantIndexOp(
-        b, loc, common::broadcastSize(b, loc, batch));
+    B = getValueOrCreateConstantIndexOp(b, loc,
+                                        common::broadcastSize(b, loc, batch));
   }
 
   // How the kernel indexes each operand dim that broadcasts: as the loop
@@ -182,8 +182,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       return {cs && *cs == 1 ? Read::Same : Read::Zero, Value()};
     if (common::provablySameSize(src, dim, size))
       return {Read::Same, Value()};
-    return {Read::RunTime,
-            common::checkBroadcastDim(b, loc, src, dim, size)};
+    return {Read::RunTime, common::checkBroadcastDim(b, loc, src, dim, size)};
   };
   OpFoldResult Hq = b.getIndexAttr(hq), Hkv = b.getIndexAttr(hkv);
   Read qB = classify(qSrc, 0, B), kB = classify(kSrc, 0, B),
@@ -221,9 +220,20 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   bool gateInBody = gate && runTime({gReads[2], gReads[3]});
 
   // A result transposed back to [B, T, H, Dv] is written in that layout.
+  // (Its sizes read by tensor.dim, e.g. for the transpose's destination
+  // when they are dynamic, are the kernel's own.)
   linalg::TransposeOp outT;
-  if (op->hasOneUse() && isHeadTranspose(*op->user_begin()))
-    outT = cast<linalg::TransposeOp>(*op->user_begin());
+  SmallVector<tensor::DimOp> resultDims;
+  SmallVector<Operation *> otherUsers;
+  for (Operation *u : op->getUsers()) {
+    auto d = dyn_cast<tensor::DimOp>(u);
+    if (d && d.getConstantIndex())
+      resultDims.push_back(d);
+    else
+      otherUsers.push_back(u);
+  }
+  if (otherUsers.size() == 1 && isHeadTranspose(otherUsers.front()))
+    outT = cast<linalg::TransposeOp>(otherUsers.front());
   Value Tv = getValueOrCreateConstantIndexOp(b, loc, T);
   Value Sv = getValueOrCreateConstantIndexOp(b, loc, S);
   AffineExpr d0 = t.d(0), s0 = getAffineSymbolExpr(0, t.ctx);
@@ -494,7 +504,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                                                  bodyIndex(nb, gReads[3], 1)})
                                 : a[2];
           Value g = common::gateActivation(nb, loc, *op.getGateActivation(),
-                                               t.ext(nb, gv));
+                                           t.ext(nb, gv));
           r = *op.getGateMode() == gated::GateMode::multiply
                   ? (Value)arith::MulFOp::create(nb, loc, r, g)
                   : (Value)arith::AddFOp::create(nb, loc, r, g);
@@ -505,11 +515,28 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       });
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, y, outArg, offs, sizes, ones);
+  // The kernel's result, cast to the type of the value it replaces where
+  // that knows less (a head_dim that a dynamic Reshape hid from the op's
+  // result type but not from its operands').
+  auto castTo = [&](Value old) -> Value {
+    Value r = forall.getResult(0);
+    if (r.getType() == old.getType())
+      return r;
+    OpBuilder cb(forall->getBlock(), std::next(forall->getIterator()));
+    return tensor::CastOp::create(cb, loc, old.getType(), r);
+  };
   if (outT) {
-    outT->getResult(0).replaceAllUsesWith(forall.getResult(0));
+    outT->getResult(0).replaceAllUsesWith(castTo(outT->getResult(0)));
     outT->erase();
+    OpBuilder db(op);
+    OpFoldResult logical[4] = {B, b.getIndexAttr(hq), T, Dv};
+    for (tensor::DimOp d : resultDims) {
+      d.getResult().replaceAllUsesWith(getValueOrCreateConstantIndexOp(
+          db, loc, logical[*d.getConstantIndex()]));
+      d->erase();
+    }
   } else {
-    op.getResult().replaceAllUsesWith(forall.getResult(0));
+    op.getResult().replaceAllUsesWith(castTo(op.getResult()));
   }
   SmallVector<Value> operands(op->getOperands());
   op.erase();

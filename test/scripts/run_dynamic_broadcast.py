@@ -112,26 +112,51 @@ CASES = {
 }
 
 
-def attention(mask=None, kv=("b", 2, "s", 4), gate=None, causal=False):
+def attention(mask=None, kv=("b", 2, "s", 4), gate=None, causal=False, q=("b", 2, "t", 4),
+              rep=None, trilu=None):
     """Softmax attention written out as exporters write it (Transpose,
     MatMul, Mul by the scale, Add of an additive mask or Where of a boolean
     one, Softmax, MatMul), raised to gated.attention and run as the
     flash-attention kernel. Query [b, 2, t, 4]; `kv` the key/value dims;
     `mask` the mask's dims (float, additive); `gate` the dims of a sigmoid
     output gate (G1) multiplied onto the result."""
-    nodes = [N("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]),
-             N("MatMul", ["q", "kt"], "s0"), N("Mul", ["s0", "scale"], "s1")]
-    ins = [("q", F, ["b", 2, "t", 4]), ("k", F, list(kv)), ("v", F, list(kv))]
+    consts = {"scale": np.array(0.5, np.float32)}
+    nodes, k, v = [], "k", "v"
+    if rep:  # GQA as transformers' repeat_kv exports it: Expand, Reshape
+        consts.update({"ax2": np.array([2], np.int64), "i0": np.array([0], np.int64),
+                       "i1": np.array([1], np.int64), "i2": np.array([2], np.int64),
+                       "i4": np.array([4], np.int64), "rep": np.array([rep], np.int64)})
+        for x in ("k", "v"):
+            nodes += [N("Unsqueeze", [x, "ax2"], x + "_u"), N("Shape", [x], x + "_sh"),
+                      N("Slice", [x + "_sh", "i0", "i2"], x + "_bh"),
+                      N("Slice", [x + "_sh", "i2", "i4"], x + "_sd"),
+                      N("Concat", [x + "_bh", "rep", x + "_sd"], x + "_es", axis=0),
+                      N("Expand", [x + "_u", x + "_es"], x + "_e"),
+                      N("Slice", [x + "_sh", "i0", "i1"], x + "_b"),
+                      N("Slice", [x + "_sh", "i1", "i2"], x + "_h"),
+                      N("Mul", [x + "_h", "rep"], x + "_hr"),
+                      N("Concat", [x + "_b", x + "_hr", x + "_sd"], x + "_rs", axis=0),
+                      N("Reshape", [x + "_e", x + "_rs"], x + "_r")]
+        k, v = "k_r", "v_r"
+    nodes += [N("Transpose", [k], "kt", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "kt"], "s0"), N("Mul", ["s0", "scale"], "s1")]
+    ins = [("q", F, list(q)), ("k", F, list(kv)), ("v", F, list(kv))]
     last = "s1"
+    if trilu is not None:  # Where(Trilu(ones of `trilu`'s shape), s, -inf)
+        consts.update({"tshape": np.array(trilu, np.int64), "ninf": np.array(-np.inf, np.float32)})
+        nodes += [N("ConstantOfShape", ["tshape"], "ones",
+                    value=oh.make_tensor("one", B, [1], [True])),
+                  N("Trilu", ["ones"], "tri", upper=0), N("Where", ["tri", last, "ninf"], "s_t")]
+        last = "s_t"
     if mask is not None:
         nodes.append(N("Add", ["s1", "mask"], "s2"))
         ins.append(("mask", F, list(mask)))
         last = "s2"
-    nodes += [N("Softmax", [last], "p", axis=-1), N("MatMul", ["p", "v"], "o" if gate else "y")]
+    nodes += [N("Softmax", [last], "p", axis=-1), N("MatMul", ["p", v], "o" if gate else "y")]
     if gate is not None:
         nodes += [N("Sigmoid", ["g"], "sg"), N("Mul", ["o", "sg"])]
         ins.append(("g", F, list(gate)))
-    return model(nodes, ins, ["y"], {"scale": np.array(0.5, np.float32)})
+    return model(nodes, ins, ["y"], consts)
 
 
 CASES.update({
@@ -167,6 +192,23 @@ CASES.update({
     "attention_kv_static1_batch": (
         attention(kv=(1, 2, "s", 4)),
         [{"b": 3, "t": 4, "s": 6}, {"b": 1, "t": 2, "s": 3}]),
+    # a Trilu mask [1, S] or [T, 1] broadcast over the scores is not the
+    # causal mask (it keeps key 0 for every row, or masks nothing); a
+    # [T, S] one is (was raised as causal: a silent wrong answer)
+    "attention_trilu_1xS": (attention(trilu=[1, 7], kv=("b", 2, 7, 4), q=("b", 2, 5, 4)),
+                            [{"b": 2}, {"b": 1}]),
+    "attention_trilu_Tx1": (attention(trilu=[5, 1], kv=("b", 2, 7, 4), q=("b", 2, 5, 4)),
+                            [{"b": 2}]),
+    "attention_trilu_TxS": (attention(trilu=[5, 7], kv=("b", 2, 7, 4), q=("b", 2, 5, 4)),
+                            [{"b": 2}]),
+    # GQA through repeat_kv (Expand, Reshape with computed shapes, which
+    # hide the head_dim from the attention's result type), with a mask
+    # whose dims are all symbolic
+    "attention_gqa_repeat_kv": (
+        attention(q=("b", 4, "t", 4), kv=("b", 2, "s", 4), rep=2, mask=["mb", "mh", "mt", "ms"]),
+        [{"b": 2, "t": 5, "s": 7, "mb": 2, "mh": 1, "mt": 5, "ms": 7},
+         {"b": 1, "t": 1, "s": 1, "mb": 1, "mh": 1, "mt": 1, "ms": 1},
+         {"b": 2, "t": 5, "s": 7, "mb": 1, "mh": 4, "mt": 1, "ms": 7}]),
     # a G1 output gate whose batch and sequence dims are symbolic on
     # their own: 1 or full
     "attention_gate_dyn": (
