@@ -32,22 +32,33 @@ using namespace mlir;
 namespace gatec {
 namespace {
 
-LogicalResult writeIR(ModuleOp module, StringRef path, bool forPerson) {
+/// Writes what `print` prints to `path` ("-": stdout), kept only if
+/// `print` succeeds; an unwritable path is a one-line error.
+LogicalResult writeOutput(StringRef path,
+                          function_ref<LogicalResult(raw_ostream &)> print) {
   std::string err;
   auto out = openOutputFile(path, &err);
   if (!out) {
     llvm::errs() << "gatec: cannot write '" << path << "': " << err << "\n";
     return failure();
   }
+  if (failed(print(out->os())))
+    return failure();
+  out->keep();
+  return success();
+}
+
+LogicalResult writeIR(ModuleOp module, StringRef path, bool forPerson) {
   OpPrintingFlags flags;
   if (forPerson)
     flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
   else
     flags.enableDebugInfo(); // artifacts keep the ONNX node locations
-  module->print(out->os(), flags);
-  out->os() << "\n";
-  out->keep();
-  return success();
+  return writeOutput(path, [&](raw_ostream &os) {
+    module->print(os, flags);
+    os << "\n";
+    return success();
+  });
 }
 
 LogicalResult writeLLVMIR(ModuleOp module, StringRef path) {
@@ -55,15 +66,10 @@ LogicalResult writeLLVMIR(ModuleOp module, StringRef path) {
   auto llvmModule = translateModuleToLLVMIR(module, llctx, "gatec_model");
   if (!llvmModule)
     return failure();
-  std::string err;
-  auto out = openOutputFile(path, &err);
-  if (!out) {
-    llvm::errs() << "gatec: " << err << "\n";
-    return failure();
-  }
-  llvmModule->print(out->os(), nullptr);
-  out->keep();
-  return success();
+  return writeOutput(path, [&](raw_ostream &os) {
+    llvmModule->print(os, nullptr);
+    return success();
+  });
 }
 
 /// The input: an imported ONNX model or the parsed IR of a phase.
@@ -255,19 +261,13 @@ int runCompiler(CompileOptions o) {
   ctx.printOpOnDiagnostic(false);
   // Every phase's passes are built once up front: a pass pipeline string
   // that does not parse is an error before any work, whatever the span.
-  if (o.printPipelines) {
-    std::string err;
-    auto out = openOutputFile(o.output, &err);
-    if (!out) {
-      llvm::errs() << "gatec: cannot write '" << o.output << "': " << err
-                   << "\n";
-      return 1;
-    }
-    if (failed(printPipelines(ctx, phases, &out->os())))
-      return 1;
-    out->keep();
-    return 0;
-  }
+  if (o.printPipelines)
+    return failed(writeOutput(o.output,
+                              [&](raw_ostream &os) {
+                                return printPipelines(ctx, phases, &os);
+                              }))
+               ? 1
+               : 0;
   if (failed(printPipelines(ctx, phases, nullptr)))
     return 1;
 
@@ -277,20 +277,15 @@ int runCompiler(CompileOptions o) {
 
   if (o.report == "fusion") {
     // The report is the output: to -o when given.
-    if (o.compileFrom.empty() || span->first < findPhase(phases, "tiled")) {
-      std::string err;
-      auto out = openOutputFile(o.output, &err);
-      if (!out) {
-        llvm::errs() << "gatec: cannot write '" << o.output << "': " << err
-                     << "\n";
-        return 1;
-      }
-      if (failed(printFusionReport(*module, span->first, o.pipeline,
-                                   o.reportDim, out->os())))
-        return 1;
-      out->keep();
-      return 0;
-    }
+    if (o.compileFrom.empty() || span->first < findPhase(phases, "tiled"))
+      return failed(writeOutput(o.output,
+                                [&](raw_ostream &os) {
+                                  return printFusionReport(*module, span->first,
+                                                           o.pipeline,
+                                                           o.reportDim, os);
+                                }))
+                 ? 1
+                 : 0;
     llvm::errs() << "gatec: --report=fusion needs the IR of a phase before "
                     "'tiled'\n";
     return 1;
