@@ -465,6 +465,9 @@ struct NpyHeaderParser {
     out = s.substr(b, p - b);
     return p > b;
   }
+  /// A Python tuple of non-negative integers: `()`, `(3,)`, `(2, 3)`, `(2,
+  /// 3,)`.
+  /// `(3)` is the integer 3, not a tuple, and is refused as numpy does.
   bool tuple(std::vector<int64_t> &out) {
     if (!eat('('))
       return false;
@@ -478,10 +481,40 @@ struct NpyHeaderParser {
         return false;
       out.push_back(v);
       if (!eat(','))
-        return eat(')');
+        return out.size() > 1 && eat(')');
     }
   }
+  /// After the dict: nothing but the padding (spaces) and newlines.
+  bool atEnd() {
+    while (p < s.size() &&
+           (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r'))
+      ++p;
+    return p == s.size();
+  }
 };
+
+/// The header as a message shows it: without the padding and the final
+/// newline, non-printable bytes escaped, at most 200 characters.
+static std::string printableHeader(const std::string &raw) {
+  size_t end = raw.find_last_not_of(" \n");
+  std::string out;
+  for (size_t i = 0; end != std::string::npos && i <= end; ++i) {
+    unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (out.size() >= 200) {
+      out += "...";
+      break;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
 } // namespace
 
 static Expected<Tensor> readNpy(const std::string &path,
@@ -511,10 +544,10 @@ static Expected<Tensor> readNpy(const std::string &path,
     return bad("truncated .npy header");
   std::string raw = bytes.substr(hstart, hlen);
   NpyHeaderParser ps(raw);
-  // For messages: without the padding and the final newline.
-  std::string header = raw.substr(0, raw.find_last_not_of(" \n") + 1);
+  std::string header = printableHeader(raw);
   std::string descr;
-  bool fortran = false, haveDescr = false, haveShape = false;
+  bool fortran = false, haveDescr = false, haveShape = false,
+       haveFortran = false;
   std::vector<int64_t> shape;
   if (!ps.eat('{'))
     return bad("malformed .npy header: " + header);
@@ -522,6 +555,9 @@ static Expected<Tensor> readNpy(const std::string &path,
     std::string key;
     if (!ps.str(key) || !ps.eat(':'))
       return bad("malformed .npy header: " + header);
+    if ((key == "descr" && haveDescr) || (key == "shape" && haveShape) ||
+        (key == "fortran_order" && haveFortran))
+      return bad("key '" + key + "' given twice in the .npy header: " + header);
     if (key == "descr") {
       if (!ps.str(descr))
         return bad("unsupported .npy dtype (a structured dtype): " + header);
@@ -531,12 +567,14 @@ static Expected<Tensor> readNpy(const std::string &path,
       if (!ps.word(w) || (w != "True" && w != "False"))
         return bad("malformed .npy header: " + header);
       fortran = w == "True";
+      haveFortran = true;
     } else if (key == "shape") {
       if (!ps.tuple(shape))
         return bad("malformed .npy shape: " + header);
       haveShape = true;
     } else {
-      return bad("unknown key '" + key + "' in the .npy header");
+      return bad("unknown key '" + printableHeader(key) +
+                 "' in the .npy header");
     }
     if (!ps.eat(',')) {
       if (!ps.eat('}'))
@@ -544,8 +582,12 @@ static Expected<Tensor> readNpy(const std::string &path,
       break;
     }
   }
-  if (!haveDescr || !haveShape)
-    return bad("malformed .npy header (no descr or shape): " + header);
+  if (!ps.atEnd())
+    return bad("malformed .npy header (text after the dictionary): " + header);
+  if (!haveDescr || !haveShape || !haveFortran)
+    return bad("malformed .npy header (it needs the keys descr, fortran_order "
+               "and shape): " +
+               header);
   if (fortran)
     return bad("fortran_order=True is not supported: save a C-order array "
                "(numpy.ascontiguousarray)");
@@ -566,7 +608,7 @@ static Expected<Tensor> readNpy(const std::string &path,
       dtype = GATEC_DTYPE_INVALID;
   }
   if (dtype == GATEC_DTYPE_INVALID)
-    return bad("unsupported .npy dtype '" + descr +
+    return bad("unsupported .npy dtype '" + printableHeader(descr) +
                "' (supported: float16/32/64, int8/16/32/64, uint8/16/32/64, "
                "bool)");
   // Check the size before allocating what the header claims.
