@@ -13,8 +13,10 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include <cerrno>
 #include <cstring>
 #include <iterator>
 
@@ -76,14 +78,47 @@ const llvm::MemoryBuffer *TensorImporter::mapExternal(StringRef location,
   auto it = external.find(location);
   if (it != external.end())
     return it->second.get();
-  if (llvm::sys::path::is_absolute(location) || location.contains("..")) {
+  // As onnxruntime: the location is relative, and the file it names, once
+  // symbolic links are resolved, lies inside the model's directory.
+  auto outside = [&]() {
     error = "external data location '" + location.str() +
             "' must be a relative path inside the model's directory";
     return nullptr;
-  }
+  };
+  if (location.empty() || llvm::sys::path::is_absolute(location) ||
+      llvm::sys::path::has_root_name(location))
+    return outside();
+  for (StringRef part : llvm::make_range(llvm::sys::path::begin(location),
+                                         llvm::sys::path::end(location)))
+    if (part == "..")
+      return outside();
   SmallString<256> path(modelDir);
   llvm::sys::path::append(path, location);
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+  SmallString<256> realDir, realFile;
+  if (std::error_code ec = llvm::sys::fs::real_path(path, realFile)) {
+    error = "cannot read external data file '" + path.str().str() +
+            "': " + ec.message();
+    return nullptr;
+  }
+  if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir)) {
+    error = "cannot resolve the model's directory '" + modelDir +
+            "': " + ec.message();
+    return nullptr;
+  }
+  StringRef rel(realFile);
+  if (!rel.consume_front(realDir) ||
+      !(rel.empty() || llvm::sys::path::is_separator(rel.front()))) {
+    error = "external data location '" + location.str() + "' resolves to '" +
+            realFile.str().str() + "', outside the model's directory '" +
+            realDir.str().str() + "' (through a symbolic link)";
+    return nullptr;
+  }
+  if (!llvm::sys::fs::is_regular_file(realFile)) {
+    error =
+        "external data file '" + path.str().str() + "' is not a regular file";
+    return nullptr;
+  }
+  auto buf = llvm::MemoryBuffer::getFile(realFile, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf) {
     error = "cannot read external data file '" + path.str().str() +
@@ -132,6 +167,8 @@ bool typedFieldBytes(const TensorProto &t, Type e, int64_t n,
   if (have != n)
     return mismatch(have);
   out.resize(n * w);
+  if (n == 0) // an empty tensor: no memcpy from the fields' null data()
+    return true;
   switch (t.data_type()) {
   case TensorProto::FLOAT:
     if (t.float_data_size() != n)
@@ -208,8 +245,9 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
         location = kv.value();
       else if (kv.key() == "offset" || kv.key() == "length") {
         char *end = nullptr;
+        errno = 0;
         long long v = strtoll(kv.value().c_str(), &end, 10);
-        if (!end || *end || v < 0) {
+        if (kv.value().empty() || !end || *end || v < 0 || errno == ERANGE) {
           error = "tensor '" + t.name() + "' has an invalid external " +
                   kv.key() + " '" + kv.value() + "'";
           return {};
@@ -226,8 +264,10 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
       return {};
     if (length < 0)
       length = bytes;
-    if ((size_t)length != bytes ||
-        (size_t)(offset + length) > buf->getBufferSize()) {
+    // offset + length may overflow: compare with the room after offset.
+    uint64_t fileSize = buf->getBufferSize();
+    if ((uint64_t)length != bytes || (uint64_t)offset > fileSize ||
+        (uint64_t)length > fileSize - (uint64_t)offset) {
       error = "tensor '" + t.name() + "' needs " + std::to_string(bytes) +
               " bytes at offset " + std::to_string(offset) + " of '" +
               location + "' (length " + std::to_string(length) +

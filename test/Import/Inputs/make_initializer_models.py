@@ -72,3 +72,45 @@ ext.external_data[0].value = "missing.bin"
 onnx.save(model([ext, typed_b], "missing"), os.path.join(out, "missing.onnx"))
 
 print("W[0,0:3] = %r" % W[0, :3].tolist())
+
+# External data that escapes the model's directory (refused, as onnxruntime
+# does): a symbolic link to a file outside it, a link to a folder outside it,
+# and a location with a '..' component. outside/secret.bin holds as many bytes
+# as W needs, so only the path check can refuse it.
+os.makedirs(os.path.join(out, "outside"), exist_ok=True)
+with open(os.path.join(out, "outside", "secret.bin"), "wb") as f:
+    f.write(W.tobytes())
+os.makedirs(os.path.join(out, "m"), exist_ok=True)
+os.symlink(os.path.join("..", "outside", "secret.bin"),
+           os.path.join(out, "m", "link.bin"))
+os.symlink(os.path.join("..", "outside"), os.path.join(out, "m", "linkdir"))
+for name, loc in [("symlink", "link.bin"), ("symlinkdir", "linkdir/secret.bin"),
+                  ("dotdot", "../outside/secret.bin")]:
+    ext.external_data[0].value = loc
+    onnx.save(model([ext, typed_b], name), os.path.join(out, "m", name + ".onnx"))
+# A link that stays inside the directory is followed.
+os.symlink("weights.bin", os.path.join(out, "inside.bin"))
+ext.external_data[0].value = "inside.bin"
+ext.external_data[1].value = "64"
+onnx.save(model([ext, typed_b], "inside"), os.path.join(out, "inside.onnx"))
+# offset + length overflows int64.
+ext.external_data[0].value = "weights.bin"
+ext.external_data[1].value = str(2**63 - 100)
+onnx.save(model([ext, typed_b], "overflow"), os.path.join(out, "overflow.onnx"))
+# An offset that does not fit in int64.
+ext.external_data[1].value = str(2**64)
+onnx.save(model([ext, typed_b], "bigoffset"), os.path.join(out, "bigoffset.onnx"))
+
+# Empty initializers in every encoding (typed fields with no values: the
+# memcpy of zero bytes from a null pointer), feeding a Concat with a [2]
+# tensor so that the output has values.
+empties = [helper.make_tensor("ef", TensorProto.FLOAT, [0], []),
+           numpy_helper.from_array(np.zeros((0,), np.float32), "er")]
+empties[1].raw_data = b""
+full = numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "full")
+y2 = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+g = helper.make_graph([helper.make_node("Concat", ["ef", "full", "er"], ["y"],
+                                        name="cat", axis=0)],
+                      "empty", [], [y2], initializer=empties + [full])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          os.path.join(out, "empty.onnx"))
