@@ -429,6 +429,10 @@ LogicalResult GraphImporter::importSubgraph(::onnx::GraphProto &g,
     return emitError(loc) << "the body graph has " << g.input_size()
                           << " inputs, the op gives it " << argTypes.size();
   for (auto [i, in] : llvm::enumerate(g.input())) {
+    if (sub.values.count(in.name()))
+      return emitError(loc) << "subgraph input '" << in.name()
+                            << "' is declared twice (inputs must have "
+                               "distinct names)";
     Type t = argTypes[i];
     if (in.has_type() && in.type().has_tensor_type() &&
         in.type().tensor_type().elem_type() != 0) {
@@ -1134,6 +1138,27 @@ OwningOpRef<ModuleOp> GraphImporter::importMain(::onnx::GraphProto &g) {
   llvm::StringSet<> initNames;
   for (const auto &t : g.initializer())
     initNames.insert(t.name());
+
+  // Inputs and outputs have distinct, non-empty names: a value has one
+  // definition (onnxruntime refuses a repeated input), and the model ABI
+  // names each input and output once (the runtime refuses a library whose
+  // signature repeats a name).
+  for (bool inputs : {true, false}) {
+    const auto &list = inputs ? g.input() : g.output();
+    const char *kind = inputs ? "graph input" : "graph output";
+    llvm::StringSet<> seen;
+    for (auto [i, vi] : llvm::enumerate(list)) {
+      if (vi.name().empty())
+        return emitError(fileLoc()) << kind << " " << i << " has no name",
+               nullptr;
+      if (!seen.insert(vi.name()).second)
+        return emitError(fileLoc())
+                   << kind << " '" << vi.name() << "' is declared twice ("
+                   << (inputs ? "inputs" : "outputs")
+                   << " must have distinct names)",
+               nullptr;
+    }
+  }
 
   // Graph inputs (those with an initializer are constants with a default:
   // IR version < 4 style; they are imported as constants).
