@@ -21,7 +21,16 @@ constexpr StringLiteral kAttr = "gatec.weights";
 /// Every floating-point initializer (a weight, as opposed to the integer
 /// shape, axes and index tensors that layout rewrites legitimately replace)
 /// whose value reaches a result of @main_graph, with the first op found
-/// using it.
+/// using it. An op whose results are all empty tensors (a 0-sized dim)
+/// carries no values: nothing it reads contributes through it.
+bool allResultsEmpty(Operation *op) {
+  return op->getNumResults() > 0 &&
+         llvm::all_of(op->getResultTypes(), [](Type t) {
+           auto s = dyn_cast<ShapedType>(t);
+           return s && s.hasRank() && llvm::is_contained(s.getShape(), 0);
+         });
+}
+
 llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
   llvm::MapVector<StringRef, Operation *> out;
   llvm::SetVector<Operation *> live;
@@ -30,7 +39,7 @@ llvm::MapVector<StringRef, Operation *> contributing(func::FuncOp f) {
     work.push_back(b.getTerminator());
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
-    if (!live.insert(op))
+    if (allResultsEmpty(op) || !live.insert(op))
       continue;
     for (Value v : op->getOperands())
       if (Operation *d = v.getDefiningOp())

@@ -26,9 +26,13 @@ constexpr StringLiteral kVisited = "gatec.tile_visited";
 
 /// Tile sizes: 1 for every parallel dimension but the last two, `rows` for
 /// the second-to-last, 0 (untiled) for the last and for reductions. Empty
-/// when the op has fewer than two parallel dimensions.
+/// when the op has fewer than two parallel dimensions, or a loop of static
+/// extent 0 (an empty tensor: the op has no iterations, or, for an empty
+/// reduction, only its init; MLIR's tiling cannot slice a 0-sized dim).
 SmallVector<OpFoldResult> tileSizes(OpBuilder &b, linalg::LinalgOp op,
                                     int64_t rows) {
+  if (llvm::is_contained(op.getStaticLoopRanges(), 0))
+    return {};
   SmallVector<unsigned> parallel;
   op.getParallelDims(parallel);
   if (parallel.size() < 2)

@@ -92,3 +92,38 @@ func.func @vector(%x: tensor<128xf32>) -> tensor<128xf32> {
   } -> tensor<128xf32>
   return %r : tensor<128xf32>
 }
+
+// An empty tensor (a loop of static extent 0): left untiled (it has no
+// iterations; MLIR's tiling crashed slicing the 0-sized dim), and so is an
+// empty reduction, which only writes its init.
+// CHECK-LABEL: func.func @empty
+// CHECK-NOT:     scf.forall
+// CHECK:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x0xf32>, tensor<0xf32>)
+// CHECK-NOT:     scf.forall
+// CHECK:         linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x0xf32>, tensor<0x3xf32>)
+// CHECK-NOT:     scf.forall
+// CHECK:         return
+func.func @empty(%x: tensor<2x0xf32>, %b: tensor<0xf32>, %w: tensor<0x3xf32>)
+    -> (tensor<2x0xf32>, tensor<2x3xf32>) {
+  %e = tensor.empty() : tensor<2x0xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<2x0xf32>, tensor<0xf32>) outs(%e : tensor<2x0xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.addf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<2x0xf32>
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<2x3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %m = linalg.generic {indexing_maps = [#mk, #kn, #mn],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<2x0xf32>, tensor<0x3xf32>) outs(%init : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3xf32>
+  return %r, %m : tensor<2x0xf32>, tensor<2x3xf32>
+}
