@@ -20,6 +20,11 @@ using namespace gatec::onnx;
 namespace {
 /// Folded results larger than this are left to run time (splats excepted).
 constexpr int64_t kMaxFoldElements = 1024;
+/// ConstantOfShape folds to a splat up to this many elements (256 KiB of
+/// f32); a larger one stays an op, filled at run time, instead of a constant
+/// that later phases materialise byte by byte (2^31 elements ran the
+/// translation to LLVM IR out of memory).
+constexpr int64_t kMaxSplatFoldElements = int64_t(1) << 16;
 
 /// A constant's elements as int64 (integer/bool types) or double (f32/f64).
 struct Values {
@@ -447,7 +452,7 @@ OpFoldResult RangeOp::fold(FoldAdaptor) {
 
 OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
   auto t = dyn_cast<RankedTensorType>(getType());
-  if (!t || !t.hasStaticShape())
+  if (!t || !t.hasStaticShape() || t.getNumElements() > kMaxSplatFoldElements)
     return {};
   if (!getValue())
     return DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), 0.0));

@@ -62,3 +62,23 @@ func.func @arith() -> (tensor<2xi64>, tensor<i64>, tensor<2xi64>) {
   %w = "onnx.Where"(%c, %one, %a) : (tensor<2xi1>, tensor<i64>, tensor<2xi64>) -> tensor<2xi64>
   return %d, %e, %w : tensor<2xi64>, tensor<i64>, tensor<2xi64>
 }
+
+// -----
+
+// ConstantOfShape folds to a splat up to 2^16 elements; a larger one stays an
+// op (filled at run time: 2^31 elements ran the translation to LLVM IR out
+// of memory, and a 256 MiB splat became a 268 MB library).
+// CHECK-LABEL: func.func @constant_of_shape
+// CHECK-DAG: %[[S:.*]] = onnx.Constant dense<1.500000e+00> : tensor<256x256xf32>
+// CHECK-DAG: %[[B:.*]] = "onnx.ConstantOfShape"(%{{.*}}) <{value = dense<1.500000e+00> : tensor<1xf32>}> : (tensor<1xi64>) -> tensor<2147483648xf32>
+// CHECK-DAG: %[[H:.*]] = "onnx.ConstantOfShape"(%{{.*}}) <{value = dense<0> : tensor<1xi64>}> : (tensor<2xi64>) -> tensor<1048576x1048576xi64>
+// CHECK: return %[[S]], %[[B]], %[[H]]
+func.func @constant_of_shape() -> (tensor<256x256xf32>, tensor<2147483648xf32>, tensor<1048576x1048576xi64>) {
+  %s1 = onnx.Constant dense<[256, 256]> : tensor<2xi64>
+  %a = "onnx.ConstantOfShape"(%s1) {value = dense<1.5> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<256x256xf32>
+  %s2 = onnx.Constant dense<2147483648> : tensor<1xi64>
+  %b = "onnx.ConstantOfShape"(%s2) {value = dense<1.5> : tensor<1xf32>} : (tensor<1xi64>) -> tensor<2147483648xf32>
+  %s3 = onnx.Constant dense<[1048576, 1048576]> : tensor<2xi64>
+  %h = "onnx.ConstantOfShape"(%s3) {value = dense<0> : tensor<1xi64>} : (tensor<2xi64>) -> tensor<1048576x1048576xi64>
+  return %a, %b, %h : tensor<256x256xf32>, tensor<2147483648xf32>, tensor<1048576x1048576xi64>
+}
