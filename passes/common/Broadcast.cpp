@@ -98,7 +98,9 @@ Root rootOfIndex(OpFoldResult f) {
 /// has one dim that is not statically 1.
 std::optional<int64_t> collapsedSource(tensor::CollapseShapeOp c, int64_t dim) {
   std::optional<int64_t> only;
-  for (int64_t s : c.getReassociationIndices()[dim]) {
+  // getReassociationIndices() returns a temporary: keep it alive.
+  SmallVector<ReassociationIndices> groups = c.getReassociationIndices();
+  for (int64_t s : groups[dim]) {
     if (c.getSrcType().getDimSize(s) == 1)
       continue;
     if (only)
