@@ -465,9 +465,8 @@ struct NpyHeaderParser {
     out = s.substr(b, p - b);
     return p > b;
   }
-  /// A Python tuple of non-negative integers: `()`, `(3,)`, `(2, 3)`, `(2,
-  /// 3,)`.
-  /// `(3)` is the integer 3, not a tuple, and is refused as numpy does.
+  /// A Python tuple of non-negative integers: `()`, `(3,)`, `(2, 3)` or
+  /// `(2, 3,)`. `(3)` is the integer 3, not a tuple: refused, as numpy does.
   bool tuple(std::vector<int64_t> &out) {
     if (!eat('('))
       return false;
