@@ -64,6 +64,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
                fusion::createWidenProjections());
          pm.addNestedPass<mlir::func::FuncOp>(
              gated::createChunkLinearAttention());
+         pm.addNestedPass<mlir::func::FuncOp>(fusion::createAbsorbHeadLayout());
          pm.addPass(mlir::createCSEPass());
          return success();
        }},

@@ -9,6 +9,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/interfaces/DimSourceInterface.h"
+
 #include "dialects/gated/GatedDialect.h.inc"
 #include "dialects/gated/GatedEnums.h.inc"
 

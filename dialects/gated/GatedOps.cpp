@@ -33,6 +33,41 @@ bool broadcastsTo(ShapedType from, ArrayRef<int64_t> to) {
   return true;
 }
 
+/// Whether `bshd` (the ops' layout attribute) names `name`.
+bool namesBshd(std::optional<ArrayAttr> bshd, StringRef name) {
+  return bshd && llvm::any_of(*bshd, [&](Attribute a) {
+           return cast<StringAttr>(a).getValue() == name;
+         });
+}
+
+/// `bshd` names only operands and results in `allowed`, each once.
+LogicalResult verifyBshd(Operation *op, std::optional<ArrayAttr> bshd,
+                         ArrayRef<StringRef> allowed) {
+  if (!bshd)
+    return success();
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute a : *bshd) {
+    StringRef n = cast<StringAttr>(a).getValue();
+    if (!llvm::is_contained(allowed, n))
+      return op->emitOpError() << "bshd names '" << n
+                               << "', which is not a sequence operand or "
+                                  "result of this op (one in [B, H, T, D] "
+                                  "order)";
+    if (!seen.insert(n).second)
+      return op->emitOpError() << "bshd names '" << n << "' twice";
+  }
+  return success();
+}
+
+/// The dims of a rank-4 type in the op's [B, H, T, D] order: its own, or
+/// with the middle two swapped when it is held in [B, T, H, D] order.
+SmallVector<int64_t> logicalDims(ShapedType t, bool bshd) {
+  SmallVector<int64_t> d(t.getShape());
+  if (bshd && d.size() == 4)
+    std::swap(d[1], d[2]);
+  return d;
+}
+
 LogicalResult sameElementType(Operation *op, ValueRange values) {
   Type e = getElementTypeOrSelf(op->getResult(0).getType());
   for (Value v : values)
@@ -54,20 +89,25 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (!q.hasRank() || !k.hasRank() || !v.hasRank() || !r.hasRank())
     return success();
+  if (failed(verifyBshd(*this, getBshd(),
+                        {"query", "key", "value", "gate", "result"})))
+    return failure();
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 ||
       r.getRank() != 4)
     return emitOpError() << "query, key, value and result must be 4-D "
                             "[batch, heads, sequence, head_dim]";
-  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), t = q.getDimSize(2),
-          d = q.getDimSize(3), hkv = k.getDimSize(1), s = k.getDimSize(2),
-          dv = v.getDimSize(3);
-  if (!mayEqual(b, k.getDimSize(0)) || !mayEqual(b, v.getDimSize(0)))
+  SmallVector<int64_t> qd = logicalDims(q, isBshd("query")),
+                       kd = logicalDims(k, isBshd("key")),
+                       vd = logicalDims(v, isBshd("value")),
+                       rd = logicalDims(r, isBshd("result"));
+  int64_t b = qd[0], hq = qd[1], t = qd[2], d = qd[3], hkv = kd[1], s = kd[2],
+          dv = vd[3];
+  if (!mayEqual(b, kd[0]) || !mayEqual(b, vd[0]))
     return emitOpError() << "batch sizes differ";
-  if (!mayEqual(d, k.getDimSize(3)))
+  if (!mayEqual(d, kd[3]))
     return emitOpError() << "query head_dim " << dim(d)
-                         << " differs from key head_dim "
-                         << dim(k.getDimSize(3));
-  if (!mayEqual(hkv, v.getDimSize(1)) || !mayEqual(s, v.getDimSize(2)))
+                         << " differs from key head_dim " << dim(kd[3]);
+  if (!mayEqual(hkv, vd[1]) || !mayEqual(s, vd[2]))
     return emitOpError() << "key and value differ in heads or sequence";
   if (hq != kDyn && hkv != kDyn && (hkv == 0 || hq % hkv))
     return emitOpError() << "query heads (" << hq
@@ -75,7 +115,7 @@ LogicalResult AttentionOp::verify() {
                          << ")";
   SmallVector<int64_t> out{b, hq, t, dv};
   for (int i = 0; i < 4; ++i)
-    if (!mayEqual(out[i], r.getDimSize(i)))
+    if (!mayEqual(out[i], rd[i]))
       return emitOpError() << "result must be [" << dim(b) << ", " << dim(hq)
                            << ", " << dim(t) << ", " << dim(dv) << "]";
   if (getMask()) {
@@ -103,8 +143,9 @@ LogicalResult AttentionOp::verify() {
   bool headwise = *getGateGranularity() == GateGranularity::headwise;
   SmallVector<int64_t> want{b, hq, t, headwise ? 1 : dv};
   bool ok = g.getRank() == 4;
+  SmallVector<int64_t> gd = logicalDims(g, isBshd("gate"));
   for (int i = 0; ok && i < 4; ++i)
-    ok = mayEqual(want[i], g.getDimSize(i));
+    ok = mayEqual(want[i], gd[i]);
   if (!ok)
     return emitOpError() << (headwise ? "headwise" : "elementwise")
                          << " gate must be [" << dim(b) << ", " << dim(hq)
@@ -266,21 +307,38 @@ LogicalResult LinearAttentionOp::verify() {
   for (ShapedType t : all)
     if (!t.hasRank())
       return success();
-  auto q = cast<ShapedType>(getQuery().getType());
-  auto k = cast<ShapedType>(getKey().getType());
-  auto v = cast<ShapedType>(getValue().getType());
+  if (failed(verifyBshd(*this, getBshd(),
+                        {"query", "key", "value", "decay", "beta", "output"})))
+    return failure();
+  {
+    SmallVector<StringRef> ins{"query", "key", "value"};
+    if (getDecay())
+      ins.push_back("decay");
+    if (getBeta())
+      ins.push_back("beta");
+    bool first = isBshd(ins.front());
+    if (llvm::any_of(ins, [&](StringRef n) { return isBshd(n) != first; }))
+      return emitOpError() << "bshd names all of query, key, value, decay "
+                              "and beta, or none";
+  }
   for (ShapedType t : all)
     if (t.getRank() != 4)
       return emitOpError() << "operands and results must be 4-D (query, "
                               "key, value: [batch, heads, sequence, "
                               "head_dim]; states: [batch, heads, Dk, Dv])";
-  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), t = q.getDimSize(2),
-          dk = q.getDimSize(3), hkv = k.getDimSize(1), dv = v.getDimSize(3);
+  auto dimsOf = [&](Value val, StringRef what) {
+    return logicalDims(cast<ShapedType>(val.getType()), isBshd(what));
+  };
+  SmallVector<int64_t> qd = dimsOf(getQuery(), "query"),
+                       kd = dimsOf(getKey(), "key"),
+                       vd = dimsOf(getValue(), "value");
+  int64_t b = qd[0], hq = qd[1], t = qd[2], dk = qd[3], hkv = kd[1], dv = vd[3];
   auto expect = [&](Value val, StringRef what,
                     ArrayRef<int64_t> want) -> LogicalResult {
     auto ty = cast<ShapedType>(val.getType());
+    SmallVector<int64_t> have = dimsOf(val, what);
     for (int i = 0; i < 4; ++i)
-      if (!mayEqual(want[i], ty.getDimSize(i)))
+      if (!mayEqual(want[i], have[i]))
         return emitOpError() << what << " must be [" << dim(want[0]) << ", "
                              << dim(want[1]) << ", " << dim(want[2]) << ", "
                              << dim(want[3]) << "], got " << ty;
@@ -300,20 +358,64 @@ LogicalResult LinearAttentionOp::verify() {
       failed(expect(getInitialState(), "initial_state", {b, hkv, dk, dv})))
     return failure();
   if (getDecay()) {
-    auto d = cast<ShapedType>(getDecay().getType());
-    int64_t last = d.getDimSize(3);
+    int64_t last = cast<ShapedType>(getDecay().getType()).getDimSize(3);
     if (last != 1 && failed(expect(getDecay(), "decay", {b, hkv, t, dk})))
       return failure();
     if (failed(expect(getDecay(), "decay", {b, hkv, t, last})))
       return failure();
   }
   if (getBeta()) {
-    auto bt = cast<ShapedType>(getBeta().getType());
-    int64_t h = bt.getDimSize(1) == 1 ? 1 : hkv;
+    int64_t h = dimsOf(getBeta(), "beta")[1] == 1 ? 1 : hkv;
     if (failed(expect(getBeta(), "beta", {b, h, t, 1})))
       return failure();
   }
   return success();
+}
+
+bool AttentionOp::isBshd(StringRef name) { return namesBshd(getBshd(), name); }
+
+bool LinearAttentionOp::isBshd(StringRef name) {
+  return namesBshd(getBshd(), name);
+}
+
+namespace {
+/// The physical dim of logical dim i ([B, H, T, D]) of a tensor held in
+/// [B, T, H, D] order when `bshd`.
+int64_t physicalDim(bool bshd, int64_t i) {
+  return bshd && (i == 1 || i == 2) ? 3 - i : i;
+}
+} // namespace
+
+std::pair<Value, int64_t> AttentionOp::getDimSource(unsigned, int64_t dim) {
+  // result [B, Hq, T, Dv]: B, Hq and T are the query's, Dv the value's.
+  int64_t l = physicalDim(isBshd("result"), dim);
+  if (l == 3)
+    return {getValue(), 3};
+  if (l == 0) {
+    // B broadcasts over the operands: the first that is not statically 1.
+    for (Value x : {getQuery(), getKey(), getValue()})
+      if (cast<ShapedType>(x.getType()).getDimSize(0) != 1)
+        return {x, 0};
+    return {getQuery(), 0};
+  }
+  return {getQuery(), physicalDim(isBshd("query"), l)};
+}
+
+std::pair<Value, int64_t> LinearAttentionOp::getDimSource(unsigned result,
+                                                          int64_t dim) {
+  if (result == 0) {
+    // output [B, Hq, T, Dv]: B, Hq and T are the query's, Dv the value's.
+    int64_t l = physicalDim(isBshd("output"), dim);
+    if (l == 3)
+      return {getValue(), 3};
+    return {getQuery(), physicalDim(isBshd("query"), l)};
+  }
+  // final_state [B, Hkv, Dk, Dv]: B, Hkv and Dk are the key's.
+  if (dim == 3)
+    return {getValue(), 3};
+  if (dim == 2)
+    return {getKey(), 3};
+  return {getKey(), physicalDim(isBshd("key"), dim)};
 }
 
 #define GET_OP_CLASSES

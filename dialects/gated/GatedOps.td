@@ -5,6 +5,7 @@
 include "dialects/gated/GatedDialect.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialects/interfaces/DimSourceInterface.td"
 
 class Gated_Op<string mnemonic, list<Trait> traits = []>
     : Op<Gated_Dialect, mnemonic, !listconcat(traits, [Pure])> {
@@ -13,7 +14,8 @@ class Gated_Op<string mnemonic, list<Trait> traits = []>
 
 def Gated_FloatTensor : TensorOf<[F32, F16, BF16]>;
 
-def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments]> {
+def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<DimSourceOpInterface>]> {
   let summary = "softmax attention with an optional output gate (G1)";
   let description = [{
     Scaled dot-product attention over heads, with grouped-query attention,
@@ -40,6 +42,13 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments]> {
     [B, Hq, T, Dv] (elementwise) or [B, Hq, T, 1] (headwise); act is
     `gate_activation` (sigmoid, ns_sigmoid = 0.5 + 0.5·σ, silu).
 
+    Layout: `bshd` names the operands (query, key, value, gate) and the
+    result held in [B, T, H, D] order instead (sequence before heads, the
+    order the projections write and the output projection reads); their
+    dims are those above with the middle two swapped. The lowerings read
+    and write them in place, strided: no transposed copy. --absorb-head-layout
+    sets it from the head transposes around the op.
+
     Element types f32/f16/bf16; softmax and accumulation in f32.
     Source: Vaswani et al. 2017 (attention), Ainslie et al. 2023 (GQA),
     Qiu et al. 2025, "Gated Attention for LLMs", section 3.1 (G1 gate).
@@ -54,8 +63,13 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments]> {
     UnitAttr:$causal,
     OptionalAttr<Gated_GateActivation>:$gate_activation,
     OptionalAttr<Gated_GateGranularity>:$gate_granularity,
-    OptionalAttr<Gated_GateMode>:$gate_mode);
+    OptionalAttr<Gated_GateMode>:$gate_mode,
+    OptionalAttr<StrArrayAttr>:$bshd);
   let results = (outs Gated_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// The operand or result `name` is in [B, T, H, D] order (see `bshd`).
+    bool isBshd(::llvm::StringRef name);
+  }];
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`gate` `(` $gate^ `:` type($gate) `,` $gate_activation `,`
@@ -168,7 +182,7 @@ def Gated_LayerNormOp : Gated_Op<"layer_norm", [AllTypesMatch<["x", "result"]>]>
 }
 
 def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
-    [AttrSizedOperandSegments]> {
+    [AttrSizedOperandSegments, DeclareOpInterfaceMethods<DimSourceOpInterface>]> {
   let summary = "decay-gated linear attention (GLA, Mamba2/RetNet decay, "
                 "DeltaNet, Gated DeltaNet) in recurrent semantics";
   let description = [{
@@ -192,7 +206,11 @@ def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
     DeltaNet), present exactly for gated and gated_delta; beta
     [B, Hkv, T, 1] or [B, 1, T, 1] (broadcast over heads), present exactly
     for delta and gated_delta; initial_state and final_state
-    [B, Hkv, Dk, Dv]. output [B, Hq, T, Dv]. query, key, value, decay, beta
+    [B, Hkv, Dk, Dv]. output [B, Hq, T, Dv]. `bshd` names the operands and
+    results held in [B, T, H, D] order instead (the middle two dims
+    swapped): either none or all of query, key, value, decay and beta, and
+    optionally output; the lowering reads and writes them in place
+    (--absorb-head-layout sets it). query, key, value, decay, beta
     and output share one element type (f32/f16/bf16); the states share
     theirs (the query's when there is no initial state). All arithmetic is
     in f32.
@@ -224,9 +242,14 @@ def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
     Gated_LinearAttentionRule:$update_rule,
     Gated_LinearAttentionForm:$form,
     F32Attr:$scale,
-    DefaultValuedAttr<I64Attr, "64">:$chunk_size);
+    DefaultValuedAttr<I64Attr, "64">:$chunk_size,
+    OptionalAttr<StrArrayAttr>:$bshd);
   let results = (outs Gated_FloatTensor:$output,
                       Gated_FloatTensor:$final_state);
+  let extraClassDeclaration = [{
+    /// The operand or result `name` is in [B, T, H, D] order (see `bshd`).
+    bool isBshd(::llvm::StringRef name);
+  }];
   let assemblyFormat = [{
     $update_rule $form $query `,` $key `,` $value
     (`decay` `(` $decay^ `:` type($decay) `)`)?

@@ -1,5 +1,6 @@
 //===- ConstantValues.cpp - reading constant operands ---------------------===//
 #include "dialects/onnx/ConstantValues.h"
+#include "dialects/interfaces/DimSourceInterface.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -200,6 +201,9 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
       return {Value(), -1};
     return {sp.getInput(), i};
   }
+  // Ops that name the operand dim a result dim copies.
+  if (auto ds = dyn_cast<DimSourceOpInterface>(def))
+    return ds.getDimSource(cast<OpResult>(v).getResultNumber(), i);
   if (def->getNumResults() != 1)
     return {Value(), -1};
   // Squeeze with constant axes: dim i is the i-th kept dim of the data.

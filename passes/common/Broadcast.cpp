@@ -148,16 +148,10 @@ Root rootOfDim(Value v, int64_t dim) {
       v = c.getInputs().front();
       continue;
     }
-    if (auto a = dyn_cast<gated::AttentionOp>(op)) {
-      // [B, Hq, T, Dv]: T is the query's; Dv the value's; B the broadcast
-      // of every operand's batch: their common root where they all have
-      // one (a statically-1 operand does not change it).
-      if (dim == 2 || dim == 3) {
-        v = dim == 2 ? a.getQuery() : a.getValue();
-        continue;
-      }
-      if (dim != 0)
-        return opaqueRoot(v, dim);
+    if (auto a = dyn_cast<gated::AttentionOp>(op); a && dim == 0) {
+      // B is the broadcast of every operand's batch: their common root
+      // where they all have one (a statically-1 operand does not change
+      // it). The other dims are an operand's (below).
       std::optional<Root> common;
       SmallVector<Value> batched{a.getQuery(), a.getKey(), a.getValue()};
       if (a.getGate())
@@ -173,6 +167,14 @@ Root rootOfDim(Value v, int64_t dim) {
         common = r;
       }
       return common ? *common : constantRoot(1);
+    }
+    if (auto ds = dyn_cast<DimSourceOpInterface>(op)) {
+      auto [src, d] = ds.getDimSource(cast<OpResult>(v).getResultNumber(), dim);
+      if (!src)
+        return opaqueRoot(v, dim);
+      v = src;
+      dim = d;
+      continue;
     }
     if (auto x = dyn_cast<tensor::ExtractSliceOp>(op)) {
       llvm::SmallBitVector dropped = x.getDroppedDims();

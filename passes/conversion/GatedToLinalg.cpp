@@ -402,21 +402,46 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
   return success();
 }
 
+/// x [B, T, H, D] as [B, H, T, D], or back: a head transpose.
+Value headTranspose(OpBuilder &b, Location loc, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+  std::swap(sizes[1], sizes[2]);
+  Value init = tensor::EmptyOp::create(b, loc, sizes, t.getElementType());
+  return linalg::TransposeOp::create(b, loc, x, init,
+                                     ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult()[0];
+}
+
 LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   Lowerer l(b, op.getLoc());
-  auto qt = dyn_cast<RankedTensorType>(op.getQuery().getType());
-  auto kt = dyn_cast<RankedTensorType>(op.getKey().getType());
-  auto vt = dyn_cast<RankedTensorType>(op.getValue().getType());
-  auto rt = dyn_cast<RankedTensorType>(op.getType());
-  if (!qt || !kt || !vt || !rt)
+  for (Value x : op->getOperands())
+    if (!isa<RankedTensorType>(x.getType()))
+      return op.emitOpError() << "needs ranked tensors to lower";
+  if (!isa<RankedTensorType>(op.getType()))
     return op.emitOpError() << "needs ranked tensors to lower";
+  // The reference form works in [B, H, T, D]: operands held in [B, T, H, D]
+  // (`bshd`) are transposed first, and the result back at the end.
+  auto logical = [&](Value x, StringRef name) {
+    return x && op.isBshd(name) ? headTranspose(b, l.loc, x) : x;
+  };
+  Value q = logical(op.getQuery(), "query"), k = logical(op.getKey(), "key"),
+        v = logical(op.getValue(), "value"),
+        gate = logical(op.getGate(), "gate");
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  auto vt = cast<RankedTensorType>(v.getType());
+  auto rt = cast<RankedTensorType>(op.getType());
+  if (op.isBshd("result"))
+    rt = RankedTensorType::get({rt.getDimSize(0), rt.getDimSize(2),
+                                rt.getDimSize(1), rt.getDimSize(3)},
+                               rt.getElementType());
   int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
   if (hq == kDyn || hkv == kDyn)
     return op.emitOpError() << "needs static head counts to lower (the KV "
                                "head of a query head is h / (Hq/Hkv))";
   int64_t rep = hq / hkv;
   MLIRContext *ctx = b.getContext();
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   auto dim = [&](int i) { return getAffineDimExpr(i, ctx); };
   AffineExpr kvHead = rep == 1 ? dim(1) : dim(1).floorDiv(rep);
   // MatMul broadcasts the batch: a key/value batch of 1 is read at 0 (a
@@ -548,8 +573,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   // Epilogue: the gate, then the element type.
   Type et = rt.getElementType();
   SmallVector<Value> eins{pv.getResult(0)};
-  if (op.getGate())
-    eins.push_back(op.getGate());
+  if (gate)
+    eins.push_back(gate);
   // The gate may be larger than the attention (ONNX Mul broadcasts both).
   Value res = l.elementwise(rt, eins, {}, [&](OpBuilder &nb, ValueRange a) {
     Value y = a[0];
@@ -561,6 +586,10 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
     }
     return l.trunc(nb, y, et);
   });
+  if (op.isBshd("result"))
+    res = headTranspose(b, l.loc, res);
+  if (res.getType() != op.getType())
+    res = tensor::CastOp::create(b, l.loc, op.getType(), res);
   op.getResult().replaceAllUsesWith(res);
   return success();
 }

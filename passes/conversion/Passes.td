@@ -157,10 +157,10 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
       exponents ≤ 0) that makes each column of blocks a plain product
       (for C = 16: 100·Dk exps per score matrix instead of 256·Dk).
 
-    Inputs that are all head transposes (onnx.Transpose, perm [0, 2, 1, 3])
-    of [B, T, H, D] tensors are read from those tensors in place (strided
-    along T), and an output consumed only by a head transpose is written in
-    [B, T, Hq, Dv] order, replacing it: no transposed copies of the sequence.
+    Inputs held in [B, T, H, D] order (named in the op's `bshd` layout, set
+    by --absorb-head-layout) are read in place (strided along T), and a
+    `bshd` output is written in [B, T, Hq, Dv] order: no transposed copies
+    of the sequence.
 
     Dynamic batch and sequence sizes are supported; head counts and head
     dims must be static (an error otherwise). Run before

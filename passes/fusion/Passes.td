@@ -29,4 +29,31 @@ def WidenProjections : Pass<"widen-projections", "mlir::func::FuncOp"> {
   }];
 }
 
+def AbsorbHeadLayout : Pass<"absorb-head-layout", "mlir::func::FuncOp"> {
+  let summary = "Head transposes around attention ops become their layout";
+  let description = [{
+    Attention layers project to [B, T, H, D] (sequence before heads) and
+    transpose to the [B, H, T, D] order of the attention ops, then back for
+    the output projection. This pass removes those head transposes (ONNX
+    Transpose with perm [0, 2, 1, 3]) and records on the op which operands
+    and results it reads and writes in [B, T, H, D] order, in its `bshd`
+    attribute. The lowerings (--tile-attention, the reference attention of
+    --convert-gated-to-linalg, --convert-linear-attention-to-loops) read
+    them in place, strided along T: no transposed copy of the sequence.
+
+    gated.attention: each of query, key, value and gate whose producer is a
+    head transpose is read from its source (operands may differ: a KV
+    cache may arrive in [B, H, S, D]); the result is written in
+    [B, T, H, Dv] when its only user is a head transpose, whose type it
+    takes. gated.linear_attention: query, key, value, decay and beta are
+    absorbed together (when each is a head transpose), the output as for
+    attention. A transpose with other users stays for them.
+
+    The layout is decided here, once, in the `fused` phase, so that no
+    lowering matches transposes of its own and pass order inside a phase
+    does not change what is read in place.
+  }];
+  let dependentDialects = ["gatec::gated::GatedDialect"];
+}
+
 #endif

@@ -340,8 +340,8 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
     auto attn = gated::AttentionOp::create(
         rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(),
         rewriter.getF32FloatAttr(scale),
-        causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr,
-        nullptr);
+        causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr, nullptr,
+        /*bshd=*/nullptr);
     if (failed(mlir::verify(attn, /*verifyRecursively=*/false))) {
       rewriter.eraseOp(attn);
       return failure();
@@ -407,7 +407,7 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
         rewriter, loc, resultType, q, k, v, mask, Value(),
         rewriter.getF32FloatAttr(scale),
         op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
-        nullptr, nullptr);
+        nullptr, nullptr, /*bshd=*/nullptr);
     if (failed(mlir::verify(attn, false))) {
       rewriter.eraseOp(attn);
       return failure();
@@ -444,7 +444,8 @@ gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
           ctx, headwise ? gated::GateGranularity::headwise
                         : gated::GateGranularity::elementwise),
       gated::GateModeAttr::get(ctx, isMul ? gated::GateMode::multiply
-                                          : gated::GateMode::add));
+                                          : gated::GateMode::add),
+      attn.getBshdAttr());
   if (failed(mlir::verify(gated, false))) {
     rewriter.eraseOp(gated);
     return {};

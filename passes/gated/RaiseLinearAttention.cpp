@@ -101,7 +101,7 @@ LogicalResult raise(onnx::LinearAttentionOp op) {
   auto la = gated::LinearAttentionOp::create(
       rewriter, loc, TypeRange{outType, stateType}, q, k, v, decay, beta, state,
       *rule, gated::LinearAttentionForm::recurrent, APFloat((float)scale),
-      op.getChunkSize());
+      op.getChunkSize(), /*bshd=*/nullptr);
   if (failed(mlir::verify(la, false))) {
     rewriter.eraseOp(la);
     return failure();
@@ -203,7 +203,8 @@ bool raiseQuadratic(onnx::MatMulOp mm) {
     auto la = gated::LinearAttentionOp::create(
         rewriter, loc, TypeRange{mm.getY().getType(), stateType}, q, k, v, g,
         Value(), Value(), gated::LinearAttentionRule::gated,
-        gated::LinearAttentionForm::recurrent, APFloat((float)scale), 64);
+        gated::LinearAttentionForm::recurrent, APFloat((float)scale), 64,
+        /*bshd=*/nullptr);
     if (failed(mlir::verify(la, false))) {
       rewriter.eraseOp(la);
       return false;

@@ -61,8 +61,12 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
     Query head h reads KV head h / (Hq/Hkv) (GQA). Scores, softmax and
     accumulation are f32 whatever the element type. The result equals the
     reference lowering (--convert-gated-to-linalg) up to fp32
-    reassociation. Head counts must be static (an error otherwise); a mask
-    dim that is dynamic is taken to be full size (not broadcast).
+    reassociation. Operands and a result held in [B, T, H, D] order (the
+    op's `bshd` layout, set by --absorb-head-layout) are sliced and written
+    in place, strided. Head counts must be static (an error otherwise). A
+    broadcastable dim (batch, a mask's or gate's dims) that is dynamic is
+    checked once before the loop (1 or full size, else a run-time error)
+    and read at index 0 where it is 1; contraction dims are checked equal.
   }];
   let options = [
     Option<"qTile", "q-tile", "int64_t", "32", "queries per block">,

@@ -99,20 +99,6 @@ struct Builder {
   }
 };
 
-/// [B, T, H, D] -> [B, H, T, D], the head transpose of an attention layer.
-bool isHeadTranspose(Operation *op) {
-  auto t = dyn_cast_or_null<linalg::TransposeOp>(op);
-  return t && t.hasPureTensorSemantics() &&
-         t.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3};
-}
-
-/// The tensor the kernel reads for an operand: the source of a head
-/// transpose (read in place, strided: no transposed copy), else itself.
-Value readSource(Value x, bool &bthd) {
-  bthd = isHeadTranspose(x.getDefiningOp());
-  return bthd ? x.getDefiningOp<linalg::TransposeOp>().getInput() : x;
-}
-
 LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   OpBuilder b(op);
   Builder t(b, op.getLoc());
@@ -121,7 +107,11 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   auto qt = cast<RankedTensorType>(q.getType());
   auto kt = cast<RankedTensorType>(k.getType());
   auto rt = cast<RankedTensorType>(op.getType());
-  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  // Operands and result in [B, T, H, D] order (`bshd`, set by
+  // --absorb-head-layout) are read and written in place, strided.
+  bool qT = op.isBshd("query"), kT = op.isBshd("key"), vT = op.isBshd("value"),
+       gT = op.isBshd("gate"), outT = op.isBshd("result");
+  int64_t hq = qt.getDimSize(qT ? 2 : 1), hkv = kt.getDimSize(kT ? 2 : 1);
   if (hq == kDyn || hkv == kDyn)
     return op.emitOpError() << "needs static head counts to tile (the KV "
                                "head of a query head is h / (Hq/Hkv))";
@@ -137,10 +127,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       return b.getIndexAttr(ty.getDimSize(i));
     return tensor::DimOp::create(b, loc, x, i).getResult();
   };
-  bool qT, kT, vT, gT = false;
-  Value qSrc = readSource(q, qT), kSrc = readSource(k, kT),
-        vSrc = readSource(v, vT);
-  Value gSrc = gate ? readSource(gate, gT) : Value();
+  Value qSrc = q, kSrc = k, vSrc = v, gSrc = gate;
   // The dim of `src` that holds logical dim i ([B, H, T, D]).
   auto phys = [](bool bthd, int64_t i) {
     static const int64_t perm[4] = {0, 2, 1, 3};
@@ -219,21 +206,6 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                                 std::min<size_t>(2, maskReads.size())));
   bool gateInBody = gate && runTime({gReads[2], gReads[3]});
 
-  // A result transposed back to [B, T, H, Dv] is written in that layout.
-  // (Its sizes read by tensor.dim, e.g. for the transpose's destination
-  // when they are dynamic, are the kernel's own.)
-  linalg::TransposeOp outT;
-  SmallVector<tensor::DimOp> resultDims;
-  SmallVector<Operation *> otherUsers;
-  for (Operation *u : op->getUsers()) {
-    auto d = dyn_cast<tensor::DimOp>(u);
-    if (d && d.getConstantIndex())
-      resultDims.push_back(d);
-    else
-      otherUsers.push_back(u);
-  }
-  if (otherUsers.size() == 1 && isHeadTranspose(otherUsers.front()))
-    outT = cast<linalg::TransposeOp>(otherUsers.front());
   Value Tv = getValueOrCreateConstantIndexOp(b, loc, T);
   Value Sv = getValueOrCreateConstantIndexOp(b, loc, S);
   AffineExpr d0 = t.d(0), s0 = getAffineSymbolExpr(0, t.ctx);
@@ -525,26 +497,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
     OpBuilder cb(forall->getBlock(), std::next(forall->getIterator()));
     return tensor::CastOp::create(cb, loc, old.getType(), r);
   };
-  if (outT) {
-    outT->getResult(0).replaceAllUsesWith(castTo(outT->getResult(0)));
-    outT->erase();
-    OpBuilder db(op);
-    OpFoldResult logical[4] = {B, b.getIndexAttr(hq), T, Dv};
-    for (tensor::DimOp d : resultDims) {
-      d.getResult().replaceAllUsesWith(getValueOrCreateConstantIndexOp(
-          db, loc, logical[*d.getConstantIndex()]));
-      d->erase();
-    }
-  } else {
-    op.getResult().replaceAllUsesWith(castTo(op.getResult()));
-  }
-  SmallVector<Value> operands(op->getOperands());
+  op.getResult().replaceAllUsesWith(castTo(op.getResult()));
   op.erase();
-  // Head transposes read in place by the kernel and by nothing else.
-  for (Value x : operands)
-    if (Operation *d = x.getDefiningOp())
-      if (isHeadTranspose(d) && d->use_empty())
-        d->erase();
   return success();
 }
 

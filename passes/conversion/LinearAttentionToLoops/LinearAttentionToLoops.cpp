@@ -10,7 +10,6 @@
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
-#include "dialects/onnx/OnnxDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/conversion/LinearAttentionToLoops/Common.h"
 
@@ -21,31 +20,6 @@ namespace gatec::conversion {
 
 namespace gatec::conversion::linear_attention {
 namespace {
-
-/// The [B, T, H, D] source of a head transpose (onnx.Transpose with perm
-/// [0, 2, 1, 3]) producing x, if x is one.
-Value headTransposeSource(Value x) {
-  auto t = x ? x.getDefiningOp<onnx::TransposeOp>() : onnx::TransposeOp();
-  if (!t || !t.getPerm() ||
-      SmallVector<int64_t>(t.getPerm()->begin(), t.getPerm()->end()) !=
-          SmallVector<int64_t>{0, 2, 1, 3})
-    return Value();
-  auto st = dyn_cast<RankedTensorType>(t.getData().getType());
-  return st && st.getRank() == 4 ? t.getData() : Value();
-}
-
-/// The head transpose that is the only user of the output, if any.
-onnx::TransposeOp outputHeadTranspose(Value out) {
-  if (!out.hasOneUse())
-    return {};
-  auto t = dyn_cast<onnx::TransposeOp>(*out.getUsers().begin());
-  if (!t || !t.getPerm() ||
-      SmallVector<int64_t>(t.getPerm()->begin(), t.getPerm()->end()) !=
-          SmallVector<int64_t>{0, 2, 1, 3} ||
-      !isa<RankedTensorType>(t.getType()))
-    return {};
-  return t;
-}
 
 LogicalResult lower(gated::LinearAttentionOp op) {
   OpBuilder b(op);
@@ -58,8 +32,10 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   auto kt = cast<RankedTensorType>(op.getKey().getType());
   auto vt = cast<RankedTensorType>(op.getValue().getType());
   Shapes s;
-  s.hq = qt.getDimSize(1);
-  s.hkv = kt.getDimSize(1);
+  // The head dim: 2 for operands in [B, T, H, D] order (`bshd`).
+  int64_t hd = op.isBshd("query") ? 2 : 1;
+  s.hq = qt.getDimSize(hd);
+  s.hkv = kt.getDimSize(hd);
   s.dk = qt.getDimSize(3);
   s.dv = vt.getDimSize(3);
   s.decay = (bool)op.getDecay();
@@ -70,7 +46,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   if (s.dk == 1)
     s.perChannel = false, s.dd = 1;
   s.betaHeads =
-      s.delta ? cast<RankedTensorType>(op.getBeta().getType()).getDimSize(1)
+      s.delta ? cast<RankedTensorType>(op.getBeta().getType()).getDimSize(hd)
               : 1;
   bool chunked = op.getForm() == gated::LinearAttentionForm::chunked;
   s.chunk = op.getChunkSize();
@@ -83,22 +59,17 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   // The scale is applied to each step's query slice (scaled()), not by a
   // pass over the whole query tensor.
   s.scale = op.getScale().convertToDouble();
-  // Inputs that are head transposes of [B, T, H, D] tensors (all of them)
-  // are read from those tensors in place, strided along T: no transposed
-  // copy of the sequence. Likewise the output is written in the order of
-  // the head transpose that consumes it.
+  // Inputs in [B, T, H, D] order (all of them, `bshd`, set by
+  // --absorb-head-layout) are read in place, strided along T: no transposed
+  // copy of the sequence. Likewise the output is written in that order when
+  // `bshd` names it.
   SmallVector<Value> ins{op.getQuery(), op.getKey(), op.getValue()};
   if (s.decay)
     ins.push_back(op.getDecay());
   if (s.delta)
     ins.push_back(op.getBeta());
-  s.bthd =
-      llvm::all_of(ins, [](Value x) { return (bool)headTransposeSource(x); });
-  if (s.bthd)
-    for (Value &x : ins)
-      x = headTransposeSource(x);
-  onnx::TransposeOp outT = outputHeadTranspose(op.getOutput());
-  s.outBthd = (bool)outT;
+  s.bthd = op.isBshd("query");
+  s.outBthd = op.isBshd("output");
   Value q = l.toF32(ins[0]);
   Value k = l.toF32(ins[1]), v = l.toF32(ins[2]);
   Value decay = s.decay ? l.toF32(ins[3]) : Value();
@@ -199,13 +170,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
     return x;
   };
   Value fs = finish(res[1], op.getFinalState().getType());
-  if (outT) {
-    // The output in [B, T, Hq, Dv] order replaces its head transpose.
-    outT.getResult().replaceAllUsesWith(finish(out, outT.getType()));
-    outT.erase();
-  } else {
-    op.getOutput().replaceAllUsesWith(finish(out, op.getOutput().getType()));
-  }
+  op.getOutput().replaceAllUsesWith(finish(out, op.getOutput().getType()));
   op.getFinalState().replaceAllUsesWith(fs);
   op.erase();
   return success();

@@ -29,3 +29,11 @@ func.func @ops(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x
   %r4 = gated.residual add %r3, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>
   return %r4 : tensor<2x8x32xf32>
 }
+
+// A [B, T, H, D] key (`bshd`) and result beside [B, H, T, D] query and value.
+// CHECK-LABEL: func.func @attention_bshd
+// CHECK: gated.attention %{{.*}}, %{{.*}}, %{{.*}} {bshd = ["key", "result"], scale = 2.500000e-01 : f32}
+func.func @attention_bshd(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32> {
+  %r = gated.attention %q, %k, %v {bshd = ["key", "result"], scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}

@@ -53,3 +53,30 @@ func.func @norm(%x: tensor<2x32xf32>, %w: tensor<16xf32>) -> tensor<2x32xf32> {
   %r = gated.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<2x32xf32>, tensor<16xf32>
   return %r : tensor<2x32xf32>
 }
+
+// -----
+
+func.func @bshd_unknown(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'gated.attention' op bshd names 'mask', which is not a sequence operand or result of this op (one in [B, H, T, D] order)}}
+  %r = gated.attention %q, %q, %q {bshd = ["query", "key", "value", "mask"], scale = 0.25 : f32} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+func.func @bshd_twice(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'gated.attention' op bshd names 'key' twice}}
+  %r = gated.attention %q, %q, %q {bshd = ["query", "key", "key", "value", "result"], scale = 0.25 : f32} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// The dims of a `bshd` operand are read with H and T swapped: a [B, T, H, D]
+// key of 8 tokens and 4 heads against a [B, H, S, D] value of 4 heads and
+// 8 tokens is consistent only when the key is named.
+func.func @bshd_dims(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op key and value differ in heads or sequence}}
+  %r = gated.attention %q, %k, %v {scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %r : tensor<2x4x8x16xf32>
+}

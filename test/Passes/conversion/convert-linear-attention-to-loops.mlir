@@ -170,11 +170,11 @@ func.func @chunked_scalar_decay(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>
 
 // -----
 
-// Inputs that are head transposes ([B, T, H, D] -> [B, H, T, D]) are read
-// from their sources in place (each chunk a [16, D] slice strided along T,
-// the query's [16, G, D] slice reordered by the copy that scales it), and
-// the output is written in [B, T, H, D] order in place of the head
-// transpose that consumed it: no transposed copy of the sequence.
+// Inputs in the projection layout [B, T, H, D] (`bshd`, set by
+// --absorb-head-layout) are read in place (each chunk a [16, D] slice
+// strided along T, the query's [16, G, D] slice reordered by the copy that
+// scales it), and a `bshd` output is written in [B, T, H, D] order: no
+// transposed copy of the sequence.
 // CHECK-LABEL: func.func @head_transposes
 // CHECK-SAME: (%[[Q:[^:]*]]: tensor<1x?x4x8xf32>, %[[K:[^:]*]]: tensor<1x?x2x8xf32>
 // CHECK: scf.forall ({{.*}}) in (2) shared_outs({{.*}}) -> (tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>)
@@ -189,11 +189,6 @@ func.func @chunked_scalar_decay(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>
 // CHECK-NOT: linalg.transpose ins(%{{.*}} : tensor<1x
 // CHECK: return %{{.*}}, %{{.*}} : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
 func.func @head_transposes(%q: tensor<1x?x4x8xf32>, %k: tensor<1x?x2x8xf32>, %v: tensor<1x?x2x8xf32>, %g: tensor<1x?x2x1xf32>) -> (tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>) {
-  %qt = "onnx.Transpose"(%q) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x4x8xf32>) -> tensor<1x4x?x8xf32>
-  %kt = "onnx.Transpose"(%k) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x8xf32>) -> tensor<1x2x?x8xf32>
-  %vt = "onnx.Transpose"(%v) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x8xf32>) -> tensor<1x2x?x8xf32>
-  %gt = "onnx.Transpose"(%g) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x?x2x1xf32>) -> tensor<1x2x?x1xf32>
-  %o, %f = gated.linear_attention gated chunked %qt, %kt, %vt decay(%gt : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32> -> tensor<1x4x?x8xf32>, tensor<1x2x8x8xf32>
-  %ot = "onnx.Transpose"(%o) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<1x4x?x8xf32>) -> tensor<1x?x4x8xf32>
-  return %ot, %f : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
+  %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x?x2x1xf32>) {bshd = ["query", "key", "value", "decay", "output"], chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x?x4x8xf32>, tensor<1x?x2x8xf32>, tensor<1x?x2x8xf32> -> tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
+  return %o, %f : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
 }

@@ -98,3 +98,32 @@ func.func @gated_then_onnx(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = gated.residual output %x, %y gate(%y : tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+// The dims of an attention result are its operands' (DimSourceOpInterface),
+// with H and T swapped where `bshd` names them: the [B, T, H, Dv] result
+// has the query's B and T, so adding the residual stream of the same
+// dim_params needs no check.
+// CHECK-LABEL: func.func @attention_bshd_dims
+// CHECK-NOT: cf.assert
+// CHECK-NOT: scf.if
+// CHECK: return
+func.func @attention_bshd_dims(%q: tensor<?x4x?x8xf32> {onnx.dim_params = ["b", "", "t", ""]}, %kv: tensor<?x?x4x8xf32> {onnx.dim_params = ["b", "s", "", ""]}, %x: tensor<?x?x4x8xf32> {onnx.dim_params = ["b", "t", "", ""]}) -> tensor<?x?x4x8xf32> {
+  %r = gated.attention %q, %kv, %kv {bshd = ["key", "value", "result"], scale = 0.35 : f32} : tensor<?x4x?x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32> -> tensor<?x?x4x8xf32>
+  %0 = "onnx.Add"(%r, %x) : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %0 : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+// Without `bshd` on the query, T is the query's dim 2: the key's
+// sequence dim (a different dim_param) is not mistaken for it, and the
+// residual add with the key is checked.
+// CHECK-LABEL: func.func @attention_dims_not_swapped
+// CHECK: cf.assert
+func.func @attention_dims_not_swapped(%q: tensor<?x4x?x8xf32> {onnx.dim_params = ["b", "", "t", ""]}, %kv: tensor<?x?x4x8xf32> {onnx.dim_params = ["b", "s", "", ""]}) -> tensor<?x?x4x8xf32> {
+  %r = gated.attention %q, %kv, %kv {bshd = ["key", "value", "result"], scale = 0.35 : f32} : tensor<?x4x?x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32> -> tensor<?x?x4x8xf32>
+  %0 = "onnx.Add"(%r, %kv) : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %0 : tensor<?x?x4x8xf32>
+}

@@ -53,27 +53,23 @@ func.func @bool_mask(%q: tensor<2x2x80x4xf32>, %k: tensor<2x2x80x4xf32>,
   return %r : tensor<2x2x80x4xf32>
 }
 
-// Head transposes ([B, T, H, D] -> [B, H, T, D]) of the operands and of the
-// result are not materialised: the kernel slices the projection layout
-// [B, T, H, D] in place and writes its tile into a [B, T, H, Dv] result.
+// Operands and a result in the projection layout [B, T, H, D] (`bshd`, set
+// by --absorb-head-layout) are read and written in place: the kernel slices
+// them strided and writes its tile into the [B, T, H, Dv] result. The value
+// here stays [B, H, S, D] (as a KV cache may arrive).
 // CHECK-LABEL: func.func @projection_layout
 // CHECK-NOT:     linalg.transpose
 // CHECK:         scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (2, 4, 3) shared_outs(%[[O:.*]] = %{{.*}}) -> (tensor<2x80x4x8xf32>)
 // CHECK:           tensor.extract_slice %arg0[%[[B]], %{{.*}}, %[[H]], 0] [1, %{{.*}}, 1, 8] [1, 1, 1, 1] : tensor<2x80x4x8xf32> to tensor<?x8xf32>
+// CHECK:           tensor.extract_slice %arg2[%[[B]], %[[H]], %{{.*}}, 0] [1, 1, %{{.*}}, 8] [1, 1, 1, 1] : tensor<2x4x80x8xf32> to tensor<?x8xf32>
 // CHECK:           tensor.parallel_insert_slice %{{.*}} into %[[O]][%[[B]], %{{.*}}, %[[H]], 0] [1, %{{.*}}, 1, 8]
 // CHECK-NOT:     linalg.transpose
 // CHECK:         return
 func.func @projection_layout(%q: tensor<2x80x4x8xf32>, %k: tensor<2x80x4x8xf32>,
-                             %v: tensor<2x80x4x8xf32>) -> tensor<2x80x4x8xf32> {
-  %e = tensor.empty() : tensor<2x4x80x8xf32>
-  %qt = linalg.transpose ins(%q : tensor<2x80x4x8xf32>) outs(%e : tensor<2x4x80x8xf32>) permutation = [0, 2, 1, 3]
-  %kt = linalg.transpose ins(%k : tensor<2x80x4x8xf32>) outs(%e : tensor<2x4x80x8xf32>) permutation = [0, 2, 1, 3]
-  %vt = linalg.transpose ins(%v : tensor<2x80x4x8xf32>) outs(%e : tensor<2x4x80x8xf32>) permutation = [0, 2, 1, 3]
-  %r = gated.attention %qt, %kt, %vt {causal, scale = 0.35 : f32}
-      : tensor<2x4x80x8xf32>, tensor<2x4x80x8xf32>, tensor<2x4x80x8xf32> -> tensor<2x4x80x8xf32>
-  %e2 = tensor.empty() : tensor<2x80x4x8xf32>
-  %rt = linalg.transpose ins(%r : tensor<2x4x80x8xf32>) outs(%e2 : tensor<2x80x4x8xf32>) permutation = [0, 2, 1, 3]
-  return %rt : tensor<2x80x4x8xf32>
+                             %v: tensor<2x4x80x8xf32>) -> tensor<2x80x4x8xf32> {
+  %r = gated.attention %q, %k, %v {bshd = ["query", "key", "result"], causal, scale = 0.35 : f32}
+      : tensor<2x80x4x8xf32>, tensor<2x80x4x8xf32>, tensor<2x4x80x8xf32> -> tensor<2x80x4x8xf32>
+  return %r : tensor<2x80x4x8xf32>
 }
 
 // Dims that may be 1 or full at run time (unrelated dynamic dims): each is

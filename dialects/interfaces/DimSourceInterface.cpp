@@ -1,0 +1,4 @@
+//===- DimSourceInterface.cpp ---------------------------------------------===//
+#include "dialects/interfaces/DimSourceInterface.h"
+
+#include "dialects/interfaces/DimSourceInterface.cpp.inc"
