@@ -1,6 +1,7 @@
 //===- GatedToLinalg.cpp - --convert-gated-to-linalg ----------------------===//
 #include "passes/common/Activations.h"
 #include "passes/common/Broadcast.h"
+#include "passes/common/TensorBuilder.h"
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
@@ -25,56 +26,18 @@ using utils::IteratorType;
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
 /// Builds linalg on tensors at one insertion point.
-struct Lowerer {
-  OpBuilder &b;
-  Location loc;
-  Type f32;
+struct Lowerer : common::TensorBuilder {
+  using TensorBuilder::TensorBuilder;
 
-  Lowerer(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
-
-  Value cst(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value cst(OpBuilder &nb, double v) {
-    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
-  }
-
-  /// Scalar to f32 / back to the element type.
-  Value ext(OpBuilder &nb, Value v) {
-    if (v.getType() == nb.getF32Type())
-      return v;
-    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
-  }
-  Value trunc(OpBuilder &nb, Value v, Type e) {
-    if (e == v.getType())
-      return v;
-    return arith::TruncFOp::create(nb, loc, e, v);
-  }
-
-  /// Size of dimension i, as an index value, of the first source that has it.
-  Value dimOf(Value src, int64_t i) {
-    return tensor::DimOp::create(b, loc, src, i);
-  }
-
-  /// tensor.empty of `shape`; dynamic sizes from (source, dim) pairs.
-  Value empty(ArrayRef<int64_t> shape, Type e,
-              ArrayRef<std::pair<Value, int64_t>> from) {
+  /// tensor.empty of `shape` (f32) filled with v; dynamic sizes from
+  /// (source, dim) pairs.
+  Value filled(ArrayRef<int64_t> shape,
+               ArrayRef<std::pair<Value, int64_t>> from, double v) {
     SmallVector<Value> dyn;
     for (size_t i = 0; i < shape.size(); ++i)
       if (shape[i] == kDyn)
-        dyn.push_back(dimOf(from[i].first, from[i].second));
-    return tensor::EmptyOp::create(b, loc, shape, e, dyn);
-  }
-
-  Value filled(ArrayRef<int64_t> shape,
-               ArrayRef<std::pair<Value, int64_t>> from, double v) {
-    Value e = empty(shape, f32, from);
-    return linalg::FillOp::create(b, loc, ValueRange{cst(v)}, ValueRange{e})
-        .getResult(0);
-  }
-
-  SmallVector<IteratorType> parallel(int64_t n) {
-    return SmallVector<IteratorType>(n, IteratorType::parallel);
+        dyn.push_back(dim(from[i].first, from[i].second));
+    return fill(empty(shape, f32, dyn), v);
   }
 
   // Activations, in f32.
@@ -103,7 +66,7 @@ struct Lowerer {
     for (int64_t d = 0; d < rank && !dimsFrom.empty(); ++d)
       sizes.push_back(
           outType.isDynamicDim(d)
-              ? OpFoldResult(dimOf(dimsFrom[d].first, dimsFrom[d].second))
+              ? OpFoldResult(dim(dimsFrom[d].first, dimsFrom[d].second))
               : OpFoldResult(b.getIndexAttr(outType.getDimSize(d))));
     SmallVector<Value> operands;
     SmallVector<AffineMap> maps;
@@ -274,7 +237,7 @@ Value lastDimF32(Lowerer &l, Value x) {
   int64_t d = t.getDimSize(t.getRank() - 1);
   if (d != kDyn)
     return l.cst((double)d);
-  Value idx = l.dimOf(x, t.getRank() - 1);
+  Value idx = l.dim(x, t.getRank() - 1);
   Value i64 = arith::IndexCastOp::create(l.b, l.loc, l.b.getI64Type(), idx);
   return arith::UIToFPOp::create(l.b, l.loc, l.f32, i64);
 }
@@ -449,7 +412,7 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   // query's batch; other sizes fail the check).
   SmallVector<int64_t> qBatch{qt.getDimSize(0)};
   SmallVector<OpFoldResult> qBatchSize{
-      qt.isDynamicDim(0) ? OpFoldResult(l.dimOf(q, 0))
+      qt.isDynamicDim(0) ? OpFoldResult(l.dim(q, 0))
                          : OpFoldResult(b.getIndexAttr(qt.getDimSize(0)))};
   k = common::broadcastDimsAtRunTime(b, l.loc, k, {0, -1, -1, -1}, qBatch,
                                      qBatchSize);

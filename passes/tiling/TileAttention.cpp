@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "passes/common/Activations.h"
 #include "passes/common/Broadcast.h"
+#include "passes/common/TensorBuilder.h"
 #include <cmath>
 
 namespace gatec::tiling {
@@ -28,54 +29,15 @@ constexpr IteratorType par = IteratorType::parallel,
                        red = IteratorType::reduction;
 
 /// Builds the loop nest of one attention op.
-struct Builder {
-  OpBuilder &b;
-  Location loc;
-  MLIRContext *ctx;
-  Type f32;
+struct Builder : common::TensorBuilder {
+  using TensorBuilder::TensorBuilder;
 
-  Builder(OpBuilder &b, Location loc)
-      : b(b), loc(loc), ctx(b.getContext()), f32(b.getF32Type()) {}
-
-  AffineExpr d(unsigned i) { return getAffineDimExpr(i, ctx); }
-  AffineMap map(unsigned n, ArrayRef<AffineExpr> e) {
-    return AffineMap::get(n, 0, e, ctx);
-  }
-  Value cst(OpBuilder &nb, double v) {
-    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
-  }
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value ext(OpBuilder &nb, Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
-  }
   /// m̂: the row max, or 0 for a row that is all -inf so far (so that
   /// exp(s − m̂) is 0, never NaN).
   Value safeMax(OpBuilder &nb, Value m) {
     Value isInf = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, m,
                                         cst(nb, -INFINITY));
     return arith::SelectOp::create(nb, loc, isInf, cst(nb, 0.0), m);
-  }
-
-  /// tensor.empty of the given sizes, then filled with v if v is given.
-  Value tensor(ArrayRef<OpFoldResult> sizes, Type e,
-               std::optional<double> v = std::nullopt) {
-    Value t = tensor::EmptyOp::create(b, loc, sizes, e);
-    if (!v)
-      return t;
-    return linalg::FillOp::create(b, loc, ValueRange{cst(b, *v)}, ValueRange{t})
-        .getResult(0);
-  }
-
-  Value generic(ValueRange ins, Value out, ArrayRef<AffineMap> maps,
-                ArrayRef<IteratorType> its,
-                function_ref<Value(OpBuilder &, ValueRange)> body) {
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{out.getType()}, ins, ValueRange{out}, maps,
-               its,
-               [&](OpBuilder &nb, Location, ValueRange a) {
-                 linalg::YieldOp::create(nb, loc, ValueRange{body(nb, a)});
-               })
-        .getResult(0);
   }
 
   /// A slice of a rank-4 [B, H, rows, cols] tensor at (bi, hi, r0, 0) of
@@ -212,8 +174,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   OpFoldResult nq =
       affine::makeComposedFoldedAffineApply(b, loc, d0.ceilDiv(bqTile), {T});
 
-  Value out = outT ? t.tensor({B, T, b.getIndexAttr(hq), Dv}, et)
-                   : t.tensor({B, b.getIndexAttr(hq), T, Dv}, et);
+  Value out = outT ? t.empty({B, T, b.getIndexAttr(hq), Dv}, et)
+                   : t.empty({B, b.getIndexAttr(hq), T, Dv}, et);
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{B, b.getIndexAttr(hq), nq},
       ValueRange{out}, std::nullopt);
@@ -265,9 +227,9 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
       rep == 1 ? hi : (Value)arith::DivUIOp::create(b, loc, hi, t.index(rep));
   OpFoldResult kvb = at(kB, bi), vb = at(vB, bi), vh = at(vH, kvh);
   Value qs = t.slice2d(qSrc, qT, at(qB, bi), hi, q0, bq, D);
-  Value acc0 = t.tensor({bq, Dv}, t.f32, 0.0);
-  Value m0 = t.tensor({bq}, t.f32, -INFINITY);
-  Value l0 = t.tensor({bq}, t.f32, 0.0);
+  Value acc0 = t.fill(t.empty({bq, Dv}, t.f32), 0.0);
+  Value m0 = t.fill(t.empty({bq}, t.f32), -INFINITY);
+  Value l0 = t.fill(t.empty({bq}, t.f32), 0.0);
   // Causal (top-left): the block's last query q0 + bq - 1 sees keys < q0+bq.
   Value kEnd = Sv;
   if (causal)
@@ -290,15 +252,14 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
 
         // s = Q Kᵀ, f32, with the key tile transposed to [D, bk] first so
         // that the keys are the contiguous, innermost (vectorized) loop.
-        Value kt =
-            linalg::TransposeOp::create(
-                b, loc, ks,
-                t.tensor({D, bk},
-                         cast<ShapedType>(ks.getType()).getElementType()),
-                ArrayRef<int64_t>{1, 0})
-                ->getResult(0);
+        Value kt = linalg::TransposeOp::create(
+                       b, loc, ks,
+                       t.empty({D, bk},
+                               cast<ShapedType>(ks.getType()).getElementType()),
+                       ArrayRef<int64_t>{1, 0})
+                       ->getResult(0);
         Value s = t.generic(
-            {qs, kt}, t.tensor({bq, bk}, t.f32, 0.0),
+            t.fill(t.empty({bq, bk}, t.f32), 0.0), {qs, kt},
             {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(2), t.d(1)}),
              t.map(3, {t.d(0), t.d(1)})},
             {par, par, red}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -347,7 +308,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         };
         maps.push_back(t.map(2, {t.d(0), t.d(1)}));
         Value masked = t.generic(
-            ins, t.tensor({bq, bk}, t.f32), maps, {par, par},
+            t.empty({bq, bk}, t.f32), ins, maps, {par, par},
             [&](OpBuilder &nb, ValueRange a) -> Value {
               Value x = arith::MulFOp::create(nb, loc, a[0], t.cst(nb, scale));
               Value ninf = t.cst(nb, -INFINITY);
@@ -374,14 +335,14 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                   i1 = t.map(1, {t.d(0)});
         // The state is updated in place (each loop-carried tensor is the
         // destination of its update), so it bufferizes to one buffer.
-        Value rowMax =
-            t.generic({masked}, t.tensor({bq}, t.f32, -INFINITY), {ij, i2},
-                      {par, red}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                        return arith::MaximumFOp::create(nb, loc, a[0], a[1]);
-                      });
+        Value rowMax = t.generic(
+            t.fill(t.empty({bq}, t.f32), -INFINITY), {masked}, {ij, i2},
+            {par, red}, [&](OpBuilder &nb, ValueRange a) -> Value {
+              return arith::MaximumFOp::create(nb, loc, a[0], a[1]);
+            });
         // alpha = exp(m − m̂') ≤ 1 rescales the old state; m' = max(m, rowmax).
         Value alpha = t.generic(
-            {m, rowMax}, t.tensor({bq}, t.f32), {i1, i1, i1}, {par},
+            t.empty({bq}, t.f32), {m, rowMax}, {i1, i1, i1}, {par},
             [&](OpBuilder &nb, ValueRange a) -> Value {
               Value mn = arith::MaximumFOp::create(nb, loc, a[0], a[1]);
               return math::ExpOp::create(
@@ -389,13 +350,13 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                   arith::SubFOp::create(nb, loc, a[0], t.safeMax(nb, mn)));
             });
         Value mNew =
-            t.generic({rowMax}, m, {i1, i1}, {par},
+            t.generic(m, {rowMax}, {i1, i1}, {par},
                       [&](OpBuilder &nb, ValueRange a) -> Value {
                         return arith::MaximumFOp::create(nb, loc, a[1], a[0]);
                       });
         // p = exp(s − m̂').
         Value p = t.generic(
-            {masked, mNew}, t.tensor({bq, bk}, t.f32), {ij, i2, ij}, {par, par},
+            t.empty({bq, bk}, t.f32), {masked, mNew}, {ij, i2, ij}, {par, par},
             [&](OpBuilder &nb, ValueRange a) -> Value {
               return math::ExpOp::create(
                   nb, loc,
@@ -403,23 +364,23 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
             });
         // l = l·alpha + rowsum p.
         Value lScaled =
-            t.generic({alpha}, l, {i1, i1}, {par},
+            t.generic(l, {alpha}, {i1, i1}, {par},
                       [&](OpBuilder &nb, ValueRange a) -> Value {
                         return arith::MulFOp::create(nb, loc, a[1], a[0]);
                       });
         Value lNew =
-            t.generic({p}, lScaled, {ij, i2}, {par, red},
+            t.generic(lScaled, {p}, {ij, i2}, {par, red},
                       [&](OpBuilder &nb, ValueRange a) -> Value {
                         return arith::AddFOp::create(nb, loc, a[1], a[0]);
                       });
         Value accScaled = t.generic(
-            {alpha}, acc, {t.map(2, {t.d(0)}), t.map(2, {t.d(0), t.d(1)})},
+            acc, {alpha}, {t.map(2, {t.d(0)}), t.map(2, {t.d(0), t.d(1)})},
             {par, par}, [&](OpBuilder &nb, ValueRange a) -> Value {
               return arith::MulFOp::create(nb, loc, a[1], a[0]);
             });
         // acc += p V.
         Value accNew = t.generic(
-            {p, vs}, accScaled,
+            accScaled, {p, vs},
             {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(2), t.d(1)}),
              t.map(3, {t.d(0), t.d(1)})},
             {par, par, red}, [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -462,7 +423,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
           {kDyn, cast<RankedTensorType>(outArg.getType()).getDimSize(3)}, et),
       outArg, offs, sizes, ones);
   Value y = t.generic(
-      ins, outTile, maps, {par, par},
+      outTile, ins, maps, {par, par},
       [&](OpBuilder &nb, ValueRange a) -> Value {
         Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
                                           a[1], t.cst(nb, 0.0));

@@ -74,7 +74,7 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
   int64_t MR = M % 4 == 0 ? 4 : M % 2 == 0 ? 2 : 1;
   auto vt = VectorType::get({w}, l.f32);
   SmallVector<bool> inb{true};
-  Value pad = l.cf(0.0);
+  Value pad = l.cst(0.0);
   Value zeroV = vector::BroadcastOp::create(b, loc, vt, pad);
   int64_t sRows =
       rowScale ? cast<RankedTensorType>(rowScale.getType()).getDimSize(0) : 0;
@@ -82,7 +82,7 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
   auto forStep =
       [&](Value lb, Value ub, int64_t step, ValueRange inits,
           llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
-        auto f = scf::ForOp::create(b, loc, lb, ub, l.ci(step), inits);
+        auto f = scf::ForOp::create(b, loc, lb, ub, l.index(step), inits);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(f.getBody());
         scf::YieldOp::create(b, loc,
@@ -90,7 +90,7 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
         return f;
       };
   auto add = [&](Value x, int64_t c) -> Value {
-    return c ? arith::AddIOp::create(b, loc, x, l.ci(c)).getResult() : x;
+    return c ? arith::AddIOp::create(b, loc, x, l.index(c)).getResult() : x;
   };
 
   auto product = [&](Value g, Value accIn) -> Value {
@@ -101,41 +101,41 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
         return {g, r, c};
       return {r, c};
     };
-    auto mLoop =
-        forStep(l.ci(0), l.ci(M), MR, {accIn},
-                [&](Value m0, ValueRange mIt) -> SmallVector<Value> {
-                  auto nLoop = forStep(
-                      l.ci(0), l.ci(N), NR * w, {mIt[0]},
-                      [&](Value n0, ValueRange nIt) -> SmallVector<Value> {
-                        Value t = nIt[0];
-                        SmallVector<Value> init;
-                        for (int64_t r = 0; r < MR; ++r) {
-                          Value sc;
-                          if (accumulate && rowScale) {
-                            Value si = sRows == 1 ? l.ci(0) : add(m0, r);
-                            sc = vector::BroadcastOp::create(
-                                b, loc, vt,
-                                tensor::ExtractOp::create(b, loc, rowScale,
-                                                          ValueRange{si}));
-                          }
-                          for (int64_t c = 0; c < NR; ++c) {
-                            if (!accumulate) {
-                              init.push_back(zeroV);
-                              continue;
-                            }
-                            Value v = vector::TransferReadOp::create(
-                                b, loc, vt, t, idx(add(m0, r), add(n0, c * w)),
-                                pad, inb);
-                            if (sc)
-                              v = arith::MulFOp::create(b, loc, v, sc);
-                            init.push_back(v);
-                          }
-                        }
-                        Value kEnd = causal ? add(m0, MR) : l.ci(K);
-                        if (causal && M > K)
-                          kEnd = arith::MinUIOp::create(b, loc, kEnd, l.ci(K));
-                        auto kLoop = forStep(
-                            l.ci(0), kEnd, 1, init,
+    auto mLoop = forStep(
+        l.index(0), l.index(M), MR, {accIn},
+        [&](Value m0, ValueRange mIt) -> SmallVector<Value> {
+          auto nLoop = forStep(
+              l.index(0), l.index(N), NR * w, {mIt[0]},
+              [&](Value n0, ValueRange nIt) -> SmallVector<Value> {
+                Value t = nIt[0];
+                SmallVector<Value> init;
+                for (int64_t r = 0; r < MR; ++r) {
+                  Value sc;
+                  if (accumulate && rowScale) {
+                    Value si = sRows == 1 ? l.index(0) : add(m0, r);
+                    sc = vector::BroadcastOp::create(
+                        b, loc, vt,
+                        tensor::ExtractOp::create(b, loc, rowScale,
+                                                  ValueRange{si}));
+                  }
+                  for (int64_t c = 0; c < NR; ++c) {
+                    if (!accumulate) {
+                      init.push_back(zeroV);
+                      continue;
+                    }
+                    Value v = vector::TransferReadOp::create(
+                        b, loc, vt, t, idx(add(m0, r), add(n0, c * w)), pad,
+                        inb);
+                    if (sc)
+                      v = arith::MulFOp::create(b, loc, v, sc);
+                    init.push_back(v);
+                  }
+                }
+                Value kEnd = causal ? add(m0, MR) : l.index(K);
+                if (causal && M > K)
+                  kEnd = arith::MinUIOp::create(b, loc, kEnd, l.index(K));
+                auto kLoop =
+                    forStep(l.index(0), kEnd, 1, init,
                             [&](Value k, ValueRange vs) -> SmallVector<Value> {
                               SmallVector<Value> bv;
                               for (int64_t c = 0; c < NR; ++c)
@@ -161,21 +161,21 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
                               }
                               return out;
                             });
-                        for (int64_t r = 0; r < MR; ++r)
-                          for (int64_t c = 0; c < NR; ++c)
-                            t = vector::TransferWriteOp::create(
-                                    b, loc, kLoop.getResult(r * NR + c), t,
-                                    idx(add(m0, r), add(n0, c * w)), inb)
-                                    .getResult();
-                        return {t};
-                      });
-                  return {nLoop.getResult(0)};
-                });
+                for (int64_t r = 0; r < MR; ++r)
+                  for (int64_t c = 0; c < NR; ++c)
+                    t = vector::TransferWriteOp::create(
+                            b, loc, kLoop.getResult(r * NR + c), t,
+                            idx(add(m0, r), add(n0, c * w)), inb)
+                            .getResult();
+                return {t};
+              });
+          return {nLoop.getResult(0)};
+        });
     return mLoop.getResult(0);
   };
   if (!batched)
     return product(Value(), acc);
-  return forStep(l.ci(0), l.ci(G), 1, {acc},
+  return forStep(l.index(0), l.index(G), 1, {acc},
                  [&](Value g, ValueRange it) -> SmallVector<Value> {
                    return {product(g, it[0])};
                  })
@@ -199,20 +199,20 @@ Value transposed(Builder &l, Value x) {
         ->getResult(0);
   auto vt = VectorType::get({8}, l.f32);
   SmallVector<bool> inb{true};
-  Value pad = l.cf(0.0);
+  Value pad = l.cst(0.0);
   auto shuffle = [&](Value a, Value c, ArrayRef<int64_t> mask) -> Value {
     return vector::ShuffleOp::create(b, loc, a, c, mask);
   };
   auto addc = [&](Value v, int64_t c) -> Value {
-    return c ? arith::AddIOp::create(b, loc, v, l.ci(c)).getResult() : v;
+    return c ? arith::AddIOp::create(b, loc, v, l.index(c)).getResult() : v;
   };
-  auto rLoop =
-      scf::ForOp::create(b, loc, l.ci(0), l.ci(R), l.ci(8), ValueRange{init});
+  auto rLoop = scf::ForOp::create(b, loc, l.index(0), l.index(R), l.index(8),
+                                  ValueRange{init});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(rLoop.getBody());
     Value r0 = rLoop.getInductionVar();
-    auto nLoop = scf::ForOp::create(b, loc, l.ci(0), l.ci(N), l.ci(8),
+    auto nLoop = scf::ForOp::create(b, loc, l.index(0), l.index(N), l.index(8),
                                     ValueRange{rLoop.getRegionIterArgs()[0]});
     b.setInsertionPointToStart(nLoop.getBody());
     Value n0 = nLoop.getInductionVar();
@@ -292,8 +292,8 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
     // The factor is 0 outside the causal part (no select of the output).
     return l.generic(
         init, {xs, ksT, gx, gkT},
-        {l.map(n, xi), l.map(n, {D, J}), l.map(n, {I, D}), l.map(n, {D, J}),
-         l.map(n, out)},
+        {l.dimMap(n, xi), l.dimMap(n, {D, J}), l.dimMap(n, {I, D}),
+         l.dimMap(n, {D, J}), l.dimMap(n, out)},
         its, [&](OpBuilder &nb, ValueRange a) -> Value {
           Value keep = causal(nb, loc, I, J, strict);
           Value f = arith::SelectOp::create(
@@ -348,33 +348,33 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
         continue;
       Value gr = l.slice(gc, {idx(r), z}, {1, s.dk}, {0});
       // k̃ [cb, Dk], its exponents G_r − G_j.
-      Value ek =
-          l.mapOp({cb, s.dk}, {l.broadcast(gr, {cb, s.dk}, l.map(2, {1})), gb},
-                  [&](OpBuilder &nb, ValueRange a) {
-                    return exp(nb, loc, sub(nb, loc, a[0], a[1]));
-                  });
-      Value kt =
-          l.generic(l.empty({cb, s.dk}), {kb, ek},
-                    {l.map(2, {0, 1}), l.map(2, {0, 1}), l.map(2, {0, 1})},
-                    {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                      return mul(nb, loc, a[0], a[1]);
-                    });
+      Value ek = l.mapOp({cb, s.dk},
+                         {l.broadcast(gr, {cb, s.dk}, l.dimMap(2, {1})), gb},
+                         [&](OpBuilder &nb, ValueRange a) {
+                           return exp(nb, loc, sub(nb, loc, a[0], a[1]));
+                         });
+      Value kt = l.generic(
+          l.empty({cb, s.dk}), {kb, ek},
+          {l.dimMap(2, {0, 1}), l.dimMap(2, {0, 1}), l.dimMap(2, {0, 1})},
+          {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+            return mul(nb, loc, a[0], a[1]);
+          });
       // x̃ [(G,) m, Dk], rows r+1 … C−1, exponents G_i − G_r.
       Value gi = l.slice(gc, {idx(r + 1), z}, {m, s.dk}, {});
       Value ex =
-          l.mapOp({m, s.dk}, {gi, l.broadcast(gr, {m, s.dk}, l.map(2, {1}))},
+          l.mapOp({m, s.dk}, {gi, l.broadcast(gr, {m, s.dk}, l.dimMap(2, {1}))},
                   [&](OpBuilder &nb, ValueRange a) {
                     return exp(nb, loc, sub(nb, loc, a[0], a[1]));
                   });
       unsigned xn = batched ? 3 : 2;
       AffineMap xid = l.b.getMultiDimIdentityMap(xn);
-      Value xt =
-          l.generic(l.empty(block(m, s.dk)), {xRows(r + 1, m), ex},
-                    {xid, batched ? l.map(3, {1, 2}) : l.map(2, {0, 1}), xid},
-                    SmallVector<IteratorType>(xn, P),
-                    [&](OpBuilder &nb, ValueRange a) -> Value {
-                      return mul(nb, loc, a[0], a[1]);
-                    });
+      Value xt = l.generic(
+          l.empty(block(m, s.dk)), {xRows(r + 1, m), ex},
+          {xid, batched ? l.dimMap(3, {1, 2}) : l.dimMap(2, {0, 1}), xid},
+          SmallVector<IteratorType>(xn, P),
+          [&](OpBuilder &nb, ValueRange a) -> Value {
+            return mul(nb, loc, a[0], a[1]);
+          });
       Value below = blockedMatmul(
           l, l.empty(block(m, cb)), /*accumulate=*/false, {}, xt,
           /*aTransposed=*/false, transposed(l, kt), /*causal=*/false);
@@ -384,11 +384,11 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
   }
   Value sc = blockedMatmul(l, l.empty(outShape), /*accumulate=*/false, {}, x,
                            /*aTransposed=*/false, kT, /*causal=*/false);
-  Value zero = l.cf(0.0);
+  Value zero = l.cst(0.0);
   if (!s.decay) {
-    Value one = l.cf(1.0);
+    Value one = l.cst(1.0);
     factor =
-        l.generic(l.empty({C, C}), {}, {l.map(2, {0, 1})}, {P, P},
+        l.generic(l.empty({C, C}), {}, {l.dimMap(2, {0, 1})}, {P, P},
                   [&](OpBuilder &nb, ValueRange) -> Value {
                     Value keep = causal(nb, loc, 0, 1, strict);
                     return arith::SelectOp::create(nb, loc, keep, one, zero);
@@ -396,8 +396,8 @@ Value scores(Builder &l, const Shapes &s, Value x, Value k, Value gc,
     return sc;
   }
   // Scalar decay: the factors exp(G_i − G_j) [C, C] computed once (C² exps).
-  Value gi = l.broadcast(gc, {C, C}, l.map(2, {0, -1}));
-  Value gj = l.broadcast(gc, {C, C}, l.map(2, {1, -1}));
+  Value gi = l.broadcast(gc, {C, C}, l.dimMap(2, {0, -1}));
+  Value gj = l.broadcast(gc, {C, C}, l.dimMap(2, {1, -1}));
   factor = l.mapOp({C, C}, {gi, gj}, [&](OpBuilder &nb, ValueRange a) {
     Value keep = causal(nb, loc, 0, 1, strict);
     return arith::SelectOp::create(nb, loc, keep,
@@ -425,7 +425,7 @@ Value scaleRows(Builder &l, const Shapes &s, Value x, Value e) {
   SmallVector<int64_t> em{n - 2, s.perChannel ? n - 1 : int64_t(-1)};
   Location loc = l.loc;
   return l.generic(l.empty(t.getShape()), {x, e},
-                   {l.b.getMultiDimIdentityMap(n), l.map(n, em),
+                   {l.b.getMultiDimIdentityMap(n), l.dimMap(n, em),
                     l.b.getMultiDimIdentityMap(n)},
                    SmallVector<IteratorType>(n, P),
                    [&](OpBuilder &nb, ValueRange a) -> Value {
@@ -437,11 +437,11 @@ Value scaleRows(Builder &l, const Shapes &s, Value x, Value e) {
 /// multiplied by the scale.
 Value scaledToGCD(Builder &l, const Shapes &s, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
-  Value c = l.cf(s.scale);
+  Value c = l.cst(s.scale);
   Location loc = l.loc;
   return l.generic(l.empty({t.getDimSize(1), t.getDimSize(0), t.getDimSize(2)}),
-                   {x}, {l.map(3, {1, 0, 2}), l.map(3, {0, 1, 2})}, {P, P, P},
-                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                   {x}, {l.dimMap(3, {1, 0, 2}), l.dimMap(3, {0, 1, 2})},
+                   {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                      return s.scale == 1.0 ? a[0] : mul(nb, loc, a[0], c);
                    });
 }
@@ -455,8 +455,8 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   OpBuilder &b = l.b;
   int64_t C = s.chunk;
   OpFoldResult z = b.getIndexAttr(0);
-  Value t0 = arith::MulIOp::create(b, loc, c, l.ci(C));
-  Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
+  Value t0 = arith::MulIOp::create(b, loc, c, l.index(C));
+  Value hq0 = arith::MulIOp::create(b, loc, h, l.index(s.group));
   Value K = headSlice(l, s.bthd, k, bi, h, t0, 1, C, s.dk, {1});
   Value V = headSlice(l, s.bthd, v, bi, h, t0, 1, C, s.dv, {1});
   // Q [G, C, Dk] (scaled): from a [C, G, Dk] slice of the token-major
@@ -471,32 +471,32 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   if (s.decay) {
     // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).
     Value g = headSlice(l, s.bthd, decay, bi, h, t0, 1, C, s.dd, {1});
-    gc =
-        l.generic(l.zeros({C, s.dd}), {g}, {l.map(3, {1, 2}), l.map(3, {0, 2})},
-                  {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                    Value keep = causal(nb, loc, 0, 1, false);
-                    return arith::SelectOp::create(
-                        nb, loc, keep, add(nb, loc, a[1], a[0]), a[1]);
-                  });
-    glast = l.slice(gc, {l.ci(C - 1), z}, {1, s.dd}, {0});
+    gc = l.generic(l.zeros({C, s.dd}), {g},
+                   {l.dimMap(3, {1, 2}), l.dimMap(3, {0, 2})}, {P, R, P},
+                   [&](OpBuilder &nb, ValueRange a) -> Value {
+                     Value keep = causal(nb, loc, 0, 1, false);
+                     return arith::SelectOp::create(
+                         nb, loc, keep, add(nb, loc, a[1], a[0]), a[1]);
+                   });
+    glast = l.slice(gc, {l.index(C - 1), z}, {1, s.dd}, {0});
   }
   // exp(G) [C, Dd]: C·Dd exps per chunk, read by the row scalings.
   Value eg = s.decay ? expOf(l, gc) : Value();
   // U: the values written (delta rules: the UT system), [C, Dv].
   Value U = V;
   if (s.delta) {
-    Value hb = s.betaHeads == 1 ? l.ci(0) : h;
+    Value hb = s.betaHeads == 1 ? l.index(0) : h;
     Value bt = headSlice(l, s.bthd, beta, bi, hb, t0, 1, C, 1, {1, 3});
     // M_ij = β_i Σ_d k_id k_jd exp(G_id − G_jd), j < i
     Value mf;
     Value M = scores(l, s, K, K, gc, /*batched=*/false, /*strict=*/true, mf);
     SmallVector<Value> mIns{bt, M};
-    SmallVector<AffineMap> mMaps{l.map(2, {0}), l.map(2, {0, 1})};
+    SmallVector<AffineMap> mMaps{l.dimMap(2, {0}), l.dimMap(2, {0, 1})};
     if (mf) {
       mIns.push_back(mf);
-      mMaps.push_back(l.map(2, {0, 1}));
+      mMaps.push_back(l.dimMap(2, {0, 1}));
     }
-    mMaps.push_back(l.map(2, {0, 1}));
+    mMaps.push_back(l.dimMap(2, {0, 1}));
     M = l.generic(l.empty({C, C}), mIns, mMaps, {P, P},
                   [&](OpBuilder &nb, ValueRange a) -> Value {
                     Value m = mul(nb, loc, a[1], a[0]);
@@ -506,22 +506,22 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
     Value Kg = s.decay ? scaleRows(l, s, K, eg) : K;
     Value KS = blockedMatmul(l, l.empty({C, s.dv}), /*accumulate=*/false, {},
                              Kg, /*aTransposed=*/false, st, /*causal=*/false);
-    Value rhs = l.generic(
-        KS, {V, bt, KS},
-        {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {0, 1})},
-        {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-          return mul(nb, loc, a[1], sub(nb, loc, a[0], a[2]));
-        });
+    Value rhs = l.generic(KS, {V, bt, KS},
+                          {l.dimMap(2, {0, 1}), l.dimMap(2, {0}),
+                           l.dimMap(2, {0, 1}), l.dimMap(2, {0, 1})},
+                          {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                            return mul(nb, loc, a[1], sub(nb, loc, a[0], a[2]));
+                          });
     // Forward substitution: u_i = rhs_i − Σ_{j<i} M_ij u_j.
-    U = l.loop(l.ci(0), l.ci(C), {rhs},
+    U = l.loop(l.index(0), l.index(C), {rhs},
                [&](Value i, ValueRange it) -> SmallVector<Value> {
                  Value Uc = it[0];
                  Value mrow = l.slice(M, {i, z}, {1, C}, {0});
                  Value urow = l.slice(Uc, {i, z}, {1, s.dv}, {0});
                  Value nrow = l.generic(
                      urow, {mrow, Uc},
-                     {l.map(2, {0}), l.map(2, {0, 1}), l.map(2, {1})}, {R, P},
-                     [&](OpBuilder &nb, ValueRange a) -> Value {
+                     {l.dimMap(2, {0}), l.dimMap(2, {0, 1}), l.dimMap(2, {1})},
+                     {R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                        return sub(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                      });
                  return {l.insert(nrow, Uc, {i, z}, {1, s.dv})};
@@ -543,11 +543,12 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
       /*causal=*/false, s.outBthd);
   // A ⊙ factor (0 above the diagonal), then O += A U over j ≤ i only.
   if (af)
-    A = l.generic(l.empty({s.group, C, C}), {A, af},
-                  {l.map(3, {0, 1, 2}), l.map(3, {1, 2}), l.map(3, {0, 1, 2})},
-                  {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                    return mul(nb, loc, a[0], a[1]);
-                  });
+    A = l.generic(
+        l.empty({s.group, C, C}), {A, af},
+        {l.dimMap(3, {0, 1, 2}), l.dimMap(3, {1, 2}), l.dimMap(3, {0, 1, 2})},
+        {P, P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+          return mul(nb, loc, a[0], a[1]);
+        });
   O = blockedMatmul(l, O, /*accumulate=*/true, {}, A, /*aTransposed=*/false, U,
                     /*causal=*/true, s.outBthd);
   out = s.outBthd ? l.insert(O, out, {t0, z, z}, {C, s.group, s.dv})
@@ -556,7 +557,7 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
   Value Kh = K, el;
   if (s.decay) {
     // exp(G_C − G_i) [C, Dd] (C·Dd exps), exp(G_C) [Dd] (Dd exps).
-    Value gl = l.broadcast(glast, {C, s.dd}, l.map(2, {1}));
+    Value gl = l.broadcast(glast, {C, s.dd}, l.dimMap(2, {1}));
     Value ekh = l.mapOp({C, s.dd}, {gl, gc}, [&](OpBuilder &nb, ValueRange a) {
       return exp(nb, loc, sub(nb, loc, a[0], a[1]));
     });
@@ -586,10 +587,10 @@ SmallVector<Value> tailChunk(Builder &l, const Shapes &s, Value bi, Value whole,
   OpBuilder &b = l.b;
   Location loc = l.loc;
   int64_t C = s.chunk;
-  Value t0 = arith::MulIOp::create(b, loc, whole, l.ci(C));
+  Value t0 = arith::MulIOp::create(b, loc, whole, l.index(C));
   Value rem = arith::SubIOp::create(b, loc, len, t0);
   Value any =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, rem, l.ci(0));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, rem, l.index(0));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{rows.getType(), st.getType()},
                                 any, /*withElse=*/true);
   OpBuilder::InsertionGuard guard(b);
@@ -620,7 +621,7 @@ SmallVector<Value> tailChunk(Builder &l, const Shapes &s, Value bi, Value whole,
   SmallVector<int64_t> tileShape{s.group, C, s.dv};
   if (s.outBthd)
     std::swap(tileShape[0], tileShape[1]);
-  Value zero = l.ci(0);
+  Value zero = l.index(0);
   SmallVector<Value> r =
       chunkStep(l, s, zero, h, zero, tail(q), tail(k), tail(v), tail(decay),
                 tail(beta), l.empty(tileShape), st);

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Builders.h"
+#include "passes/common/TensorBuilder.h"
 
 namespace gatec::conversion::linear_attention {
 // Internal to the lowering (included by its three files only), which is
@@ -30,58 +31,28 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 constexpr IteratorType P = IteratorType::parallel;
 constexpr IteratorType R = IteratorType::reduction;
 
-using BodyFn = llvm::function_ref<Value(OpBuilder &, ValueRange)>;
+using common::BodyFn;
 
-/// Builds the loops and linalg ops at one builder's insertion point.
-struct Builder {
-  OpBuilder &b;
-  Location loc;
-  Type f32;
-
-  Builder(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
-
-  Value cf(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value ci(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value dim(Value t, int64_t i) { return tensor::DimOp::create(b, loc, t, i); }
+/// Builds the loops and linalg ops at one builder's insertion point: the
+/// shared vocabulary (common::TensorBuilder) with f32 shorthands.
+///
+/// Under --linalg-fuse-elementwise-ops: an all-parallel generic that may be
+/// fused into its consumer reads only its inputs (a producer that reads its
+/// output argument is fused wrongly), while the loop-carried state is
+/// updated in place by generics that read their output argument (else the
+/// output is replaced by a tensor.empty and the scf.for yield is no longer
+/// equivalent to its iter_arg).
+struct Builder : common::TensorBuilder {
+  using TensorBuilder::empty;
+  using TensorBuilder::mapOp;
+  using TensorBuilder::TensorBuilder;
 
   /// tensor.empty / zeros of `shape` (f32), dynamic sizes in order.
   Value empty(ArrayRef<int64_t> shape, ValueRange dyn = {}) {
-    return tensor::EmptyOp::create(b, loc, shape, f32, dyn);
+    return empty(shape, f32, dyn);
   }
   Value zeros(ArrayRef<int64_t> shape, ValueRange dyn = {}) {
-    return linalg::FillOp::create(b, loc, ValueRange{cf(0.0)},
-                                  ValueRange{empty(shape, dyn)})
-        .getResult(0);
-  }
-
-  /// An affine map of `n` dims onto the listed dims (-1: the constant 0).
-  AffineMap map(unsigned n, ArrayRef<int64_t> dims) {
-    SmallVector<AffineExpr> e;
-    for (int64_t d : dims)
-      e.push_back(d < 0 ? b.getAffineConstantExpr(0) : b.getAffineDimExpr(d));
-    return AffineMap::get(n, 0, e, b.getContext());
-  }
-
-  /// linalg.generic with one output `init` (its map is the last of `maps`);
-  /// the body gets the inputs' elements, then the output's, and returns the
-  /// value to yield.
-  ///
-  /// Under --linalg-fuse-elementwise-ops: an all-parallel generic that may be
-  /// fused into its consumer reads only its inputs (a producer that reads its
-  /// output argument is fused wrongly), while the loop-carried state is
-  /// updated in place by generics that read their output argument (else the
-  /// output is replaced by a tensor.empty and the scf.for yield is no longer
-  /// equivalent to its iter_arg).
-  Value generic(Value init, ValueRange ins, ArrayRef<AffineMap> maps,
-                ArrayRef<IteratorType> its, BodyFn body) {
-    auto g = linalg::GenericOp::create(
-        b, loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, its,
-        [&](OpBuilder &nb, Location, ValueRange args) {
-          linalg::YieldOp::create(nb, loc, ValueRange{body(nb, args)});
-        });
-    return g.getResult(0);
+    return fill(empty(shape, dyn), 0.0);
   }
 
   /// src broadcast to `shape` through `srcMap` (a copy, read only by a
@@ -98,12 +69,7 @@ struct Builder {
   /// linalg.generic producers, which would recompute each exp once per
   /// iteration of the consuming contraction.
   Value mapOp(ArrayRef<int64_t> shape, ValueRange ins, BodyFn body) {
-    auto m = linalg::MapOp::create(
-        b, loc, ins, empty(shape),
-        [&](OpBuilder &nb, Location, ValueRange args) {
-          linalg::YieldOp::create(nb, loc, ValueRange{body(nb, args)});
-        });
-    return m->getResult(0);
+    return mapOp(empty(shape), ins, body);
   }
 
   /// x converted to f32 (and multiplied by `mul` if not 1).
@@ -181,7 +147,7 @@ struct Builder {
   scf::ForOp
   loop(Value lb, Value ub, ValueRange inits,
        llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, ci(1), inits);
+    auto f = scf::ForOp::create(b, loc, lb, ub, index(1), inits);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(f.getBody());
     SmallVector<Value> ys = fn(f.getInductionVar(), f.getRegionIterArgs());
@@ -208,9 +174,8 @@ struct Shapes {
   int64_t hq, hkv, group, dk, dv, dd, betaHeads, chunk;
   bool decay, perChannel, delta;
   double scale;
-  /// The inputs are read from the [B, T, H, D] sources of their head
-  /// transposes (in place, strided along T), the output written in
-  /// [B, T, Hq, Dv] order for the head transpose that consumed it.
+  /// The inputs are held in [B, T, H, D] order (`bshd`) and read in place,
+  /// strided along T; the output is written in [B, T, Hq, Dv] order.
   bool bthd = false, outBthd = false;
 };
 
@@ -238,7 +203,7 @@ inline Value scaled(Builder &l, const Shapes &s, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
   unsigned n = t.getRank();
   AffineMap id = l.b.getMultiDimIdentityMap(n);
-  Value c = l.cf(s.scale);
+  Value c = l.cst(s.scale);
   Location loc = l.loc;
   return l.generic(l.empty(t.getShape()), {x}, {id, id},
                    SmallVector<IteratorType>(n, P),

@@ -111,7 +111,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
       Value bi = outer.getInductionVars()[0], h = outer.getInductionVars()[1];
       Value outShared = outer.getRegionIterArgs()[0];
       Value fsShared = outer.getRegionIterArgs()[1];
-      Value hq0 = arith::MulIOp::create(b, loc, h, l.ci(s.group));
+      Value hq0 = arith::MulIOp::create(b, loc, h, l.index(s.group));
       // The head's output rows: [G, T', Dv] (or [T', G, Dv]).
       auto rowsType = s.outBthd
                           ? RankedTensorType::get({kDyn, s.group, s.dv}, l.f32)
@@ -127,7 +127,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
       Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
                                                   rowsOff, rowsSize, ones);
       Value st = l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
-      auto seq = l.loop(l.ci(0), steps, {rows, st},
+      auto seq = l.loop(l.index(0), steps, {rows, st},
                         [&](Value t, ValueRange it) -> SmallVector<Value> {
                           if (chunked)
                             return chunkStep(l, s, bi, h, t, q, k, v, decay,
@@ -157,7 +157,7 @@ LogicalResult lower(gated::LinearAttentionOp op) {
   } else {
     // floor(T / C) whole chunks read in place; the last T mod C tokens, if
     // any, by tailChunk in each task.
-    Value steps = arith::DivUIOp::create(b, loc, len, l.ci(s.chunk));
+    Value steps = arith::DivUIOp::create(b, loc, len, l.index(s.chunk));
     res = emit(q, k, v, decay, beta, len, steps);
   }
 

@@ -70,7 +70,7 @@ Value contract(Builder &l, Value init, ArrayRef<Value> ins,
       maps.push_back(AffineMap::get(n, 0, e, ctx));
     }
   }
-  maps.push_back(l.map(n, outDims));
+  maps.push_back(l.dimMap(n, outDims));
   Location loc = l.loc;
   size_t m = ins.size();
   return l.generic(
@@ -90,10 +90,7 @@ Value contract(Builder &l, Value init, ArrayRef<Value> ins,
 /// `dest` is the slice of the output it is written to (computed in place).
 Value readState(Builder &l, Value x, Value st, ArrayRef<int64_t> outShape,
                 Value dest) {
-  Location loc = l.loc;
-  Value init =
-      linalg::FillOp::create(l.b, loc, ValueRange{l.cf(0.0)}, ValueRange{dest})
-          .getResult(0);
+  Value init = l.fill(dest, 0.0);
   int64_t dk = cast<RankedTensorType>(st.getType()).getDimSize(0);
   if (outShape.size() == 2) // (g, d, e)
     return contract(l, init, {x, st}, {{0, 1}, {1, 2}}, {0, 2}, 3, 1, dk);
@@ -108,7 +105,7 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
                                  Value decay, Value beta, Value out, Value st) {
   Location loc = l.loc;
   OpFoldResult z = l.b.getIndexAttr(0);
-  Value hq0 = arith::MulIOp::create(l.b, loc, h, l.ci(s.group));
+  Value hq0 = arith::MulIOp::create(l.b, loc, h, l.index(s.group));
   Value kt = headSlice(l, s.bthd, k, bi, h, t, 1, 1, s.dk, {1, 2});
   Value vt = headSlice(l, s.bthd, v, bi, h, t, 1, 1, s.dv, {1, 2});
   Value qt =
@@ -117,31 +114,34 @@ SmallVector<Value> recurrentStep(Builder &l, const Shapes &s, Value bi, Value h,
     // S = diag(exp(g_t)) S
     Value gt = headSlice(l, s.bthd, decay, bi, h, t, 1, 1, s.dd, {1, 2});
     st = l.generic(st, {gt},
-                   {l.map(2, {s.perChannel ? 0 : -1}), l.map(2, {0, 1})},
+                   {l.dimMap(2, {s.perChannel ? 0 : -1}), l.dimMap(2, {0, 1})},
                    {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                      return mul(nb, loc, a[1], exp(nb, loc, a[0]));
                    });
   }
   Value u = vt;
   if (s.delta) {
-    Value hb = s.betaHeads == 1 ? l.ci(0) : h;
+    Value hb = s.betaHeads == 1 ? l.index(0) : h;
     Value bt =
         tensor::ExtractOp::create(l.b, loc, beta,
-                                  s.bthd ? ValueRange{bi, t, hb, l.ci(0)}
-                                         : ValueRange{bi, hb, t, l.ci(0)});
+                                  s.bthd ? ValueRange{bi, t, hb, l.index(0)}
+                                         : ValueRange{bi, hb, t, l.index(0)});
     // r = Sᵀ k, u = β (v − r)
-    Value r = l.generic(l.zeros({s.dv}), {st, kt},
-                        {l.map(2, {0, 1}), l.map(2, {0}), l.map(2, {1})},
-                        {R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
-                          return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
-                        });
-    u = l.generic(r, {vt, r}, {l.map(1, {0}), l.map(1, {0}), l.map(1, {0})},
-                  {P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+    Value r =
+        l.generic(l.zeros({s.dv}), {st, kt},
+                  {l.dimMap(2, {0, 1}), l.dimMap(2, {0}), l.dimMap(2, {1})},
+                  {R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
+                  });
+    u = l.generic(r, {vt, r},
+                  {l.dimMap(1, {0}), l.dimMap(1, {0}), l.dimMap(1, {0})}, {P},
+                  [&](OpBuilder &nb, ValueRange a) -> Value {
                     return mul(nb, loc, bt, sub(nb, loc, a[0], a[1]));
                   });
   }
   // S = S + k uᵀ
-  st = l.generic(st, {kt, u}, {l.map(2, {0}), l.map(2, {1}), l.map(2, {0, 1})},
+  st = l.generic(st, {kt, u},
+                 {l.dimMap(2, {0}), l.dimMap(2, {1}), l.dimMap(2, {0, 1})},
                  {P, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
                    return add(nb, loc, a[2], mul(nb, loc, a[0], a[1]));
                  });

@@ -303,7 +303,7 @@ Value Lowerer::empty(RankedTensorType t, ArrayRef<OpFoldResult> sizes) {
   for (int64_t i = 0; i < t.getRank(); ++i)
     if (t.isDynamicDim(i))
       dyn.push_back(val(sizes[i]));
-  return tensor::EmptyOp::create(b, t, dyn);
+  return tensors().empty(t.getShape(), t.getElementType(), dyn);
 }
 
 Value Lowerer::filled(RankedTensorType t, ArrayRef<OpFoldResult> sizes,
@@ -321,17 +321,16 @@ Value Lowerer::castTo(Value v, Type t) {
 
 Value Lowerer::generic(RankedTensorType outType, ArrayRef<OpFoldResult> sizes,
                        ValueRange ins, ArrayRef<AffineMap> maps, Body body) {
+  common::TensorBuilder t = tensors();
   int64_t r = outType.getRank();
   SmallVector<AffineMap> all(maps);
   all.push_back(b.getMultiDimIdentityMap(r));
-  SmallVector<IteratorType> it(r, IteratorType::parallel);
-  auto g = linalg::GenericOp::create(
-      b, TypeRange{outType}, ins, ValueRange{empty(outType, sizes)}, all, it,
-      [&](OpBuilder &nb, Location loc, ValueRange a) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        linalg::YieldOp::create(ib, body(ib, a.drop_back()));
-      });
-  return g.getResult(0);
+  Value init = empty(outType, sizes);
+  return t.generic(init, ins, all, t.parallel(r),
+                   [&](OpBuilder &nb, ValueRange a) {
+                     ImplicitLocOpBuilder ib(t.loc, nb);
+                     return body(ib, a.drop_back());
+                   });
 }
 
 AffineMap Lowerer::broadcastMap(ShapedType t, ArrayRef<int64_t> outShape) {

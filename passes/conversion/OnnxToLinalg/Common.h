@@ -23,6 +23,7 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "passes/common/TensorBuilder.h"
 
 namespace gatec::conversion::onnx_to_linalg {
 // Internal to these files, which are written against MLIR's names.
@@ -86,6 +87,12 @@ struct Lowerer {
   IRMapping *map = nullptr;
 
   explicit Lowerer(Operation *op) : op(op), b(op->getLoc(), op) {}
+
+  /// The shared linalg-on-tensors builder at this lowering's insertion
+  /// point (empty and generic below are written with it).
+  common::TensorBuilder tensors() {
+    return common::TensorBuilder(b, b.getLoc());
+  }
 
   LogicalResult fail(const Twine &why) {
     return op->emitOpError() << "cannot be lowered: " << why;
