@@ -4,9 +4,12 @@
 #include "dialects/onnx/OnnxDialect.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 
@@ -152,6 +155,43 @@ std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
     }
     return r;
   }
+  if (auto slice = dyn_cast<SliceOp>(def)) {
+    // A 1-D slice of a shape vector with constant bounds (axes [0] or
+    // none, steps constant or none), clamped as ONNX Slice clamps.
+    auto data = getShapeDims(slice.getData());
+    auto starts = getConstantInts(slice.getStarts());
+    auto ends = getConstantInts(slice.getEnds());
+    if (!data || !starts || !ends || starts->size() != 1 || ends->size() != 1)
+      return std::nullopt;
+    if (!isa<NoneType>(slice.getAxes().getType())) {
+      auto axes = getConstantInts(slice.getAxes());
+      if (!axes || axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1))
+        return std::nullopt;
+    }
+    int64_t step = 1;
+    if (!isa<NoneType>(slice.getSteps().getType())) {
+      auto steps = getConstantInts(slice.getSteps());
+      if (!steps || steps->size() != 1 || (*steps)[0] == 0)
+        return std::nullopt;
+      step = (*steps)[0];
+    }
+    int64_t n = data->size(), b = (*starts)[0], e = (*ends)[0];
+    b = b < 0 ? b + n : b;
+    e = e < 0 ? e + n : e;
+    Result r;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      for (int64_t i = b; i < e; i += step)
+        r.push_back((*data)[i]);
+    } else {
+      b = std::clamp<int64_t>(b, -1, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      for (int64_t i = b; i > e; i += step)
+        r.push_back((*data)[i]);
+    }
+    return r;
+  }
   if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp, IdentityOp>(def)) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || t.getRank() > 1 || !t.getElementType().isInteger())
@@ -204,6 +244,23 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   // Ops that name the operand dim a result dim copies.
   if (auto ds = dyn_cast<DimSourceOpInterface>(def))
     return ds.getDimSource(cast<OpResult>(v).getResultNumber(), i);
+  // Ops already lowered to tensors (a lowering reads the dims of an operand
+  // whose producer was lowered first): a destination-style result has its
+  // init's shape, a tensor.empty the sizes it was built from.
+  if (auto dps = dyn_cast<DestinationStyleOpInterface>(def))
+    if (OpOperand *init = dps.getTiedOpOperand(cast<OpResult>(v)))
+      return {init->get(), i};
+  if (auto e = dyn_cast<tensor::EmptyOp>(def)) {
+    if (!e.getType().isDynamicDim(i))
+      return {Value(), -1};
+    auto d = e.getDynamicSize(i).getDefiningOp<tensor::DimOp>();
+    std::optional<int64_t> c = d ? d.getConstantIndex() : std::nullopt;
+    return c ? std::make_pair(d.getSource(), *c)
+             : std::make_pair(Value(), (int64_t)-1);
+  }
+  if (auto c = dyn_cast<tensor::CastOp>(def))
+    return rankOf(c.getSource()) == rank ? std::make_pair(c.getSource(), i)
+                                         : std::make_pair(Value(), (int64_t)-1);
   if (def->getNumResults() != 1)
     return {Value(), -1};
   // Squeeze with constant axes: dim i is the i-th kept dim of the data.
@@ -303,8 +360,33 @@ std::pair<Value, int64_t> dimRoot(Value v, int64_t i) {
 }
 } // namespace
 
+namespace {
+/// The ONNX dim_param of dim i of a graph input ("" for other values and
+/// for dims without one).
+StringRef inputDimParam(Value v, int64_t i) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto fn =
+      arg ? dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp())
+          : FunctionOpInterface();
+  if (!fn || arg.getOwner() != &fn.getFunctionBody().front())
+    return {};
+  auto params =
+      fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "onnx.dim_params");
+  if (!params || i >= (int64_t)params.size())
+    return {};
+  auto p = dyn_cast<StringAttr>(params[i]);
+  return p ? p.getValue() : StringRef();
+}
+} // namespace
+
 bool sameDim(Value a, int64_t i, Value b, int64_t j) {
-  return dimRoot(a, i) == dimRoot(b, j);
+  auto ra = dimRoot(a, i), rb = dimRoot(b, j);
+  if (ra == rb)
+    return true;
+  // Graph inputs that share a dim_param (the runtime checks them equal
+  // before the model runs).
+  StringRef pa = inputDimParam(ra.first, ra.second);
+  return !pa.empty() && pa == inputDimParam(rb.first, rb.second);
 }
 
 } // namespace gatec::onnx

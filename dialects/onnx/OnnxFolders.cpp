@@ -346,6 +346,20 @@ OpFoldResult ConcatOp::fold(FoldAdaptor a) {
 
 OpFoldResult SliceOp::fold(FoldAdaptor a) {
   ShapedType rt = resultType(*this);
+  // Slice(Shape(x), ...) where the sliced dimensions of x are static (the
+  // head dim of a [B, H, T, D] tensor read for the attention scale).
+  if (rt && !a.getData()) {
+    auto part = getPartialInts(getResult());
+    if (!part || (int64_t)part->size() != rt.getNumElements())
+      return {};
+    SmallVector<int64_t> out;
+    for (auto d : *part) {
+      if (!d)
+        return {};
+      out.push_back(*d);
+    }
+    return makeAttr(rt, out, {});
+  }
   auto data = read(a.getData());
   auto starts = getConstantInts(getStarts()), ends = getConstantInts(getEnds());
   if (!rt || !data || !starts || !ends)

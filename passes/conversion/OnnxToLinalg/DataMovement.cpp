@@ -298,6 +298,16 @@ LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
   RankedTensorType st = l.typeOf(x), rt = l.resultType();
   if (st.hasStaticShape() && rt.hasStaticShape())
     return l.done(l.reshapeStatic(x, rt));
+  // Same rank: each dim its own group (MLIR finds no reassociation
+  // between equal ranks). A reshape to (B, T, -1, D) of a [B, T, H, D]
+  // tensor, as exports write the head split, is then no copy.
+  if (st.getRank() == rt.getRank()) {
+    SmallVector<ReassociationIndices> each;
+    for (int64_t i = 0; i < st.getRank(); ++i)
+      each.push_back({i});
+    if (reshapeIsGrouping(op, each))
+      return l.done(l.castTo(x, rt));
+  }
   auto groups = getReassociationIndicesForReshape(st, rt);
   if (groups && reshapeIsGrouping(op, *groups)) {
     if (st.getRank() > rt.getRank())
@@ -428,6 +438,10 @@ LogicalResult lower(onnx::TransposeOp op, Lowerer &l) {
   return l.done(linalg::TransposeOp::create(l.b, x, init, perm).getResult()[0]);
 }
 
+/// The most elements of a Concat that builds a shape vector element by
+/// element (a rank is at most this in practice).
+constexpr int64_t kShapeVectorElements = 16;
+
 LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
   RankedTensorType rt = l.resultType();
   auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
@@ -441,6 +455,19 @@ LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
     ins.push_back(l.in[0]);
   if (ins.size() == 1)
     return l.done(l.castTo(ins[0], rt));
+  // A shape vector (small, 1-D, integer): its elements, so that the shapes
+  // built from it fold to scalars and no copy kernel is left.
+  if (rt.getRank() == 1 && rt.hasStaticShape() &&
+      rt.getNumElements() <= kShapeVectorElements &&
+      rt.getElementType().isInteger() && llvm::all_of(ins, [&](Value v) {
+        return l.typeOf(v).hasStaticShape();
+      })) {
+    SmallVector<Value> elems;
+    for (Value v : ins)
+      for (int64_t i = 0; i < l.typeOf(v).getDimSize(0); ++i)
+        elems.push_back(l.element(v, i));
+    return l.done(tensor::FromElementsOp::create(l.b, rt, elems));
+  }
   return l.done(l.castTo(tensor::ConcatOp::create(l.b, *axis, ins), rt));
 }
 

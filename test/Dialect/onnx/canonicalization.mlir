@@ -43,6 +43,26 @@ func.func @partial(%x: tensor<?x?x64xf32>) -> (tensor<3xi64>, tensor<i64>) {
 
 // -----
 
+// The same through Slice (the TorchScript SDPA export reads the head dim as
+// Shape(q)[-1:] for its scale): static dims fold, a dynamic one does not.
+// CHECK-LABEL: func.func @partial_slice
+// CHECK-DAG: %[[D:.*]] = onnx.Constant dense<8> : tensor<1xi64>
+// CHECK-DAG: %[[T:.*]] = "onnx.Slice"
+// CHECK: return %[[D]], %[[T]]
+func.func @partial_slice(%q: tensor<?x4x?x8xf32>) -> (tensor<1xi64>, tensor<2xi64>) {
+  %s = "onnx.Shape"(%q) : (tensor<?x4x?x8xf32>) -> tensor<4xi64>
+  %m1 = onnx.Constant dense<-1> : tensor<1xi64>
+  %big = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %three = onnx.Constant dense<3> : tensor<1xi64>
+  %n = onnx.NoValue
+  %d = "onnx.Slice"(%s, %m1, %big, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %t = "onnx.Slice"(%s, %one, %three, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<2xi64>
+  return %d, %t : tensor<1xi64>, tensor<2xi64>
+}
+
+// -----
+
 // Integer division truncates (C semantics); INT64_MIN / -1 is left to run
 // time; Where and Equal on constants.
 // CHECK-LABEL: func.func @arith
