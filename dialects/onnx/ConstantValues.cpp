@@ -301,6 +301,27 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
       return {mm.getA(), ia};
     return {mm.getB(), i - (rank - rb)};
   }
+  // ConstantOfShape: every dim is the shape's.
+  if (auto c = dyn_cast<ConstantOfShapeOp>(def)) {
+    auto dims = getShapeDims(c.getInput());
+    if (!dims || (int64_t)dims->size() != rank || !(*dims)[i].src)
+      return {Value(), -1};
+    return {(*dims)[i].src, (*dims)[i].dim};
+  }
+  // Expand: a dim the input does not have or has as 1 is the shape's.
+  if (auto ex = dyn_cast<ExpandOp>(def)) {
+    auto dims = getShapeDims(ex.getShape());
+    int64_t ri = rankOf(ex.getInput()), k = i - (rank - ri);
+    if (!dims || (int64_t)dims->size() != rank || ri < 0)
+      return {Value(), -1};
+    auto it = cast<RankedTensorType>(ex.getInput().getType());
+    const DimExpr &d = (*dims)[i];
+    if (d.src && (k < 0 || it.getDimSize(k) == 1))
+      return {d.src, d.dim};
+    if (d.value && *d.value == 1 && k >= 0)
+      return {ex.getInput(), k};
+    return {Value(), -1};
+  }
   if (auto r = dyn_cast<ReshapeOp>(def)) {
     auto dims = getShapeDims(r.getShape());
     if (!dims || (int64_t)dims->size() != rank)

@@ -42,6 +42,9 @@ struct BandMask {
 };
 
 std::optional<double> splatValue(Value v) {
+  // A splat expanded to a run-time shape (torch's ones(T, S) as exported).
+  if (auto e = def<onnx::ExpandOp>(v))
+    return splatValue(e.getInput());
   if (auto c = def<onnx::ConstantOfShapeOp>(v)) {
     if (!c.getValue())
       return 0.0;
@@ -183,6 +186,24 @@ bool isCausalMask(Value m, MaskUse use) {
   return true;
 }
 
+/// Whether a causal mask's [rows, keys] are the scores' [T, S]: the same
+/// static sizes or provably the same dims (a band of one row broadcast over
+/// T queries, or a fixed-size mask against a dynamic T, is not causal).
+bool maskIsScoreSized(Value m, Value scores) {
+  auto ms = shapeOf(m), ss = shapeOf(scores);
+  if (ms.size() < 2 || ss.size() != 4)
+    return false;
+  for (int64_t i : {0, 1}) {
+    int64_t mi = ms.size() - 2 + i, si = 2 + i;
+    if (ms[mi] != kDyn && ms[mi] == ss[si])
+      continue;
+    if (ms[mi] == kDyn && onnx::sameDim(m, mi, scores, si))
+      continue;
+    return false;
+  }
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
@@ -264,7 +285,8 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         return failure();
       if (shapeOf(scores) != shapeOf(s))
         return failure();
-      if (isCausalMask(w.getCondition(), use)) {
+      if (isCausalMask(w.getCondition(), use) &&
+          maskIsScoreSized(w.getCondition(), scores)) {
         causal = true;
       } else {
         mask = w.getCondition();
@@ -290,7 +312,7 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         scores = a.getB(), m = a.getA();
       else
         return failure();
-      if (isCausalMask(m, MaskUse::Additive))
+      if (isCausalMask(m, MaskUse::Additive) && maskIsScoreSized(m, scores))
         causal = true;
       else
         mask = m;

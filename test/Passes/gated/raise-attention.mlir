@@ -156,3 +156,68 @@ func.func @onnx_attention_cache(%q: tensor<1x2x3x8xf32>, %pk: tensor<1x2x4x8xf32
   %y, %k2, %v2, %qk = "onnx.Attention"(%q, %q, %q, %n, %pk, %pk, %n) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, none, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, none) -> (tensor<1x2x3x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, none)
   return %y : tensor<1x2x3x8xf32>
 }
+
+// -----
+
+// The causal mask of torch's SDPA math path as the TorchScript exporter
+// writes it with dynamic sizes: ones(T, S) expanded from Shape(q)[-2] and
+// Shape(k)[-2], Trilu (lower), Equal 0 -> -inf, added to the scores. Its
+// [T, S] are provably the scores' (the same dims of q and k): causal.
+// CHECK-LABEL: func.func @runtime_band_causal
+// CHECK: gated.attention %arg0, %arg1, %arg2 {causal, scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.Trilu
+func.func @runtime_band_causal(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32> {
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<1xf32>
+  %zero = onnx.Constant dense<0.0> : tensor<1xf32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<1xf32>
+  %m2 = onnx.Constant dense<-2> : tensor<1xi64>
+  %m1 = onnx.Constant dense<-1> : tensor<1xi64>
+  %n = onnx.NoValue
+  %sq = "onnx.Shape"(%q) : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %sk = "onnx.Shape"(%k) : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %t = "onnx.Slice"(%sq, %m2, %m1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %s = "onnx.Slice"(%sk, %m2, %m1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %ts = "onnx.Concat"(%t, %s) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %ones = "onnx.Expand"(%one, %ts) : (tensor<1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %band = "onnx.Trilu"(%ones, %n) {upper = 0 : i64} : (tensor<?x?xf32>, none) -> tensor<?x?xf32>
+  %out = "onnx.Equal"(%band, %zero) : (tensor<?x?xf32>, tensor<1xf32>) -> tensor<?x?xi1>
+  %mask = "onnx.Where"(%out, %ninf, %zero) : (tensor<?x?xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scaled = "onnx.Mul"(%sc, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %a = "onnx.Add"(%scaled, %mask) : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%a) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// The same band built from another input's length: its rows may be 1 (or
+// differ) at run time while T is not, which is not causal: a mask.
+// CHECK-LABEL: func.func @runtime_band_other_size
+// CHECK: gated.attention %arg0, %arg1, %arg2 mask(
+// CHECK-NOT: causal
+func.func @runtime_band_other_size(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %len: tensor<?xf32>) -> tensor<?x2x?x4xf32> {
+  %one = onnx.Constant dense<1.0> : tensor<1xf32>
+  %zero = onnx.Constant dense<0.0> : tensor<1xf32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<1xf32>
+  %m2 = onnx.Constant dense<-2> : tensor<1xi64>
+  %m1 = onnx.Constant dense<-1> : tensor<1xi64>
+  %n = onnx.NoValue
+  %sl = "onnx.Shape"(%len) : (tensor<?xf32>) -> tensor<1xi64>
+  %sk = "onnx.Shape"(%k) : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %s = "onnx.Slice"(%sk, %m2, %m1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %ts = "onnx.Concat"(%sl, %s) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %ones = "onnx.Expand"(%one, %ts) : (tensor<1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %band = "onnx.Trilu"(%ones, %n) {upper = 0 : i64} : (tensor<?x?xf32>, none) -> tensor<?x?xf32>
+  %out = "onnx.Equal"(%band, %zero) : (tensor<?x?xf32>, tensor<1xf32>) -> tensor<?x?xi1>
+  %mask = "onnx.Where"(%out, %ninf, %zero) : (tensor<?x?xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %a = "onnx.Add"(%sc, %mask) : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%a) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
