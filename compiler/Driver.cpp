@@ -181,6 +181,23 @@ LogicalResult printPipelines(MLIRContext &ctx, ArrayRef<Phase> phases,
   return success();
 }
 
+/// --report-dims: "name=N,name=N" as a map, or the error.
+std::string parseReportDims(StringRef text,
+                            std::map<std::string, int64_t> &out) {
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    auto [name, size] = item.trim().split('=');
+    int64_t n = 0;
+    if (name.trim().empty() || size.trim().getAsInteger(10, n) || n < 1)
+      return "--report-dims: '" + item.str() +
+             "' is not name=N with N >= 1 (e.g. --report-dims=batch=1,"
+             "seq=2048)";
+    out[name.trim().str()] = n;
+  }
+  return "";
+}
+
 std::string checkOptions(const CompileOptions &o) {
   const PipelineOptions &p = o.pipeline;
   if (o.emit != "mlir" && o.emit != "none" && o.emit != "lib" &&
@@ -218,6 +235,9 @@ std::string checkOptions(const CompileOptions &o) {
     return "--inline-weight-limit must be >= 0";
   if (o.report == "fusion" && o.reportDim < 1)
     return "--report-dim must be >= 1";
+  std::map<std::string, int64_t> dims;
+  if (std::string e = parseReportDims(o.reportDims, dims); !e.empty())
+    return e;
   return "";
 }
 
@@ -280,9 +300,11 @@ int runCompiler(CompileOptions o) {
     if (o.compileFrom.empty() || span->first < findPhase(phases, "tiled"))
       return failed(writeOutput(o.output,
                                 [&](raw_ostream &os) {
-                                  return printFusionReport(*module, span->first,
-                                                           o.pipeline,
-                                                           o.reportDim, os);
+                                  std::map<std::string, int64_t> dims;
+                                  parseReportDims(o.reportDims, dims);
+                                  return printFusionReport(
+                                      *module, span->first, o.pipeline,
+                                      o.reportDim, dims, os);
                                 }))
                  ? 1
                  : 0;

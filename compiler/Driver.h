@@ -37,6 +37,9 @@ struct CompileOptions {
   std::string report;
   /// --report=fusion: the size taken for dynamic dims.
   int64_t reportDim = 128;
+  /// --report=fusion: sizes by dim_param, "name=N,name=N" (the others
+  /// take reportDim).
+  std::string reportDims;
   /// Elide large weights when printing IR to the terminal.
   bool elideWeights = true;
   /// The weight accounting after every graph-level phase.

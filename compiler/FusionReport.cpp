@@ -8,6 +8,8 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/support/Diagnostics.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -20,6 +22,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
 #include <limits>
+#include <set>
 
 using namespace mlir;
 
@@ -51,27 +54,190 @@ Value rootBuffer(Value v) {
   return v;
 }
 
-int64_t bytesOf(Type t, int64_t dynamicDim) {
-  auto m = dyn_cast<BaseMemRefType>(t);
-  if (!m || !m.hasRank())
-    return 0;
-  // Saturating: a huge --report-dim reports INT64_MAX, not a negative size.
-  int64_t n = 1;
-  unsigned bits = m.getElementType().isIntOrFloat()
-                      ? m.getElementType().getIntOrFloatBitWidth()
-                      : 64;
-  SmallVector<int64_t> factors(m.getShape());
-  factors.push_back((bits + 7) / 8);
-  for (int64_t d : factors)
-    if (__builtin_mul_overflow(n, ShapedType::isDynamic(d) ? dynamicDim : d,
-                               &n))
-      return std::numeric_limits<int64_t>::max();
-  return n;
-}
+/// The size of each dynamic dim of a buffer: the --report-dims size of the
+/// graph-input dim_param it is computed from, followed through the index
+/// arithmetic (memref.dim, allocations, arith and affine ops) that computes
+/// it; `dflt` where that arithmetic is not known or has no dim_param.
+struct Sizer {
+  int64_t dflt;
+  const std::map<std::string, int64_t> &params;
+  llvm::DenseMap<Value, std::optional<int64_t>> memo;
+
+  Sizer(int64_t dflt, const std::map<std::string, int64_t> &params)
+      : dflt(dflt), params(params) {}
+
+  /// Dim i of the buffer (or tensor) v.
+  int64_t dim(Value v, int64_t i) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (t && t.hasRank() && !t.isDynamicDim(i))
+      return t.getDimSize(i);
+    return known(v, i).value_or(dflt);
+  }
+
+  std::optional<int64_t> known(Value v, int64_t i, int depth = 0) {
+    if (depth > 32)
+      return std::nullopt;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (!fn)
+        return std::nullopt;
+      auto ps =
+          fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "onnx.dim_params");
+      auto p = ps && i < (int64_t)ps.size() ? dyn_cast<StringAttr>(ps[i])
+                                            : StringAttr();
+      if (!p || p.getValue().empty())
+        return std::nullopt;
+      auto it = params.find(p.getValue().str());
+      return it == params.end() ? std::nullopt
+                                : std::optional<int64_t>(it->second);
+    }
+    Operation *d = v.getDefiningOp();
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (t && t.hasRank() && !t.isDynamicDim(i))
+      return t.getDimSize(i);
+    if (auto a = dyn_cast_or_null<memref::AllocOp>(d))
+      return index(a.getDynamicSizes()[t.getDynamicDimIndex(i)], depth + 1);
+    if (auto a = dyn_cast_or_null<memref::AllocaOp>(d))
+      return index(a.getDynamicSizes()[t.getDynamicDimIndex(i)], depth + 1);
+    if (auto c = dyn_cast_or_null<memref::CastOp>(d))
+      return known(c.getSource(), i, depth + 1);
+    return std::nullopt;
+  }
+
+  /// The value of an index (or integer) computed from dims and constants.
+  std::optional<int64_t> index(Value v, int depth) {
+    if (depth > 32)
+      return std::nullopt;
+    if (auto it = memo.find(v); it != memo.end())
+      return it->second;
+    std::optional<int64_t> r = evaluate(v, depth);
+    memo[v] = r;
+    return r;
+  }
+
+  std::optional<int64_t> evaluate(Value v, int depth) {
+    Operation *d = v.getDefiningOp();
+    if (!d)
+      return std::nullopt;
+    if (auto c = getConstantIntValue(v))
+      return *c;
+    if (auto m = dyn_cast<memref::DimOp>(d)) {
+      auto i = m.getConstantIndex();
+      if (!i)
+        return std::nullopt;
+      return known(m.getSource(), *i, depth + 1);
+    }
+    auto two = [&](auto f) -> std::optional<int64_t> {
+      auto a = index(d->getOperand(0), depth + 1);
+      auto b = index(d->getOperand(1), depth + 1);
+      if (!a || !b)
+        return std::nullopt;
+      return f(*a, *b);
+    };
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp, arith::TruncIOp>(d))
+      return index(d->getOperand(0), depth + 1);
+    if (isa<arith::MulIOp>(d))
+      return two([](int64_t a, int64_t b) { return a * b; });
+    if (isa<arith::AddIOp>(d))
+      return two([](int64_t a, int64_t b) { return a + b; });
+    if (isa<arith::SubIOp>(d))
+      return two([](int64_t a, int64_t b) { return a - b; });
+    if (isa<arith::DivSIOp, arith::DivUIOp>(d))
+      return two([](int64_t a, int64_t b) -> std::optional<int64_t> {
+        return b ? std::optional<int64_t>(a / b) : std::nullopt;
+      });
+    if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(d))
+      return two([](int64_t a, int64_t b) -> std::optional<int64_t> {
+        return b ? std::optional<int64_t>((a + b - 1) / b) : std::nullopt;
+      });
+    if (isa<arith::MaxSIOp>(d))
+      return two([](int64_t a, int64_t b) { return std::max(a, b); });
+    if (isa<arith::MinSIOp>(d))
+      return two([](int64_t a, int64_t b) { return std::min(a, b); });
+    if (auto c = dyn_cast<arith::CmpIOp>(d)) {
+      auto a = index(c.getLhs(), depth + 1), b = index(c.getRhs(), depth + 1);
+      if (!a || !b)
+        return std::nullopt;
+      using P = arith::CmpIPredicate;
+      switch (c.getPredicate()) {
+      case P::eq:
+        return *a == *b;
+      case P::ne:
+        return *a != *b;
+      case P::slt:
+      case P::ult:
+        return *a < *b;
+      case P::sle:
+      case P::ule:
+        return *a <= *b;
+      case P::sgt:
+      case P::ugt:
+        return *a > *b;
+      case P::sge:
+      case P::uge:
+        return *a >= *b;
+      }
+      return std::nullopt;
+    }
+    if (auto s = dyn_cast<arith::SelectOp>(d)) {
+      auto c = index(s.getCondition(), depth + 1);
+      if (!c)
+        return std::nullopt;
+      return index(*c ? s.getTrueValue() : s.getFalseValue(), depth + 1);
+    }
+    if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(
+            d)) {
+      AffineMap map;
+      if (auto a = dyn_cast<affine::AffineApplyOp>(d))
+        map = a.getAffineMap();
+      else if (auto a = dyn_cast<affine::AffineMinOp>(d))
+        map = a.getAffineMap();
+      else
+        map = cast<affine::AffineMaxOp>(d).getAffineMap();
+      SmallVector<Attribute> ins;
+      for (Value o : d->getOperands()) {
+        auto x = index(o, depth + 1);
+        if (!x)
+          return std::nullopt;
+        ins.push_back(IntegerAttr::get(IndexType::get(d->getContext()), *x));
+      }
+      SmallVector<Attribute> outs;
+      if (failed(map.constantFold(ins, outs)) || outs.empty())
+        return std::nullopt;
+      std::optional<int64_t> r;
+      for (Attribute a : outs) {
+        int64_t x = cast<IntegerAttr>(a).getInt();
+        if (!r || (isa<affine::AffineMinOp>(d) ? x < *r : x > *r))
+          r = x;
+      }
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  /// Bytes of the buffer v (saturating: a huge size reports INT64_MAX, not
+  /// a negative one).
+  int64_t bytes(Value v) {
+    auto m = dyn_cast<BaseMemRefType>(v.getType());
+    if (!m || !m.hasRank())
+      return 0;
+    unsigned bits = m.getElementType().isIntOrFloat()
+                        ? m.getElementType().getIntOrFloatBitWidth()
+                        : 64;
+    int64_t n = (bits + 7) / 8;
+    for (int64_t i = 0; i < m.getRank(); ++i) {
+      int64_t d = dim(v, i);
+      if (d < 0 || __builtin_mul_overflow(n, d, &n))
+        return std::numeric_limits<int64_t>::max();
+    }
+    return n;
+  }
+};
 
 /// Bytes a top-level op moves: every buffer it uses that is defined outside
 /// it counts once, as written if anything in it writes there, else as read.
-Kernel measure(Operation *op, int64_t dynamicDim, bool mma) {
+Kernel measure(Operation *op, Sizer &sizer, bool mma) {
   Kernel k;
   if (mma)
     op->walk([&](linalg::LinalgOp l) {
@@ -99,7 +265,7 @@ Kernel measure(Operation *op, int64_t dynamicDim, bool mma) {
     }
   });
   for (Value v : used) {
-    int64_t b = bytesOf(v.getType(), dynamicDim);
+    int64_t b = sizer.bytes(v);
     int64_t &sum = writtenRoots.contains(v) ? k.written : k.read;
     sum = satAdd(sum, b);
   }
@@ -114,7 +280,7 @@ bool isKernel(Operation &op) {
 FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
                                                  int firstPhase,
                                                  const PipelineOptions &opts,
-                                                 int64_t dynamicDim) {
+                                                 Sizer sizer) {
   OwningOpRef<ModuleOp> m(cast<ModuleOp>(imported->clone()));
   std::vector<Phase> phases = buildPhases(opts);
   int last = findPhase(phases, "tiled");
@@ -130,8 +296,7 @@ FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
   SmallVector<Kernel> out;
   for (Operation &op : f.getBody().front())
     if (isKernel(op))
-      out.push_back(
-          measure(&op, dynamicDim, opts.gpuMma && opts.target == "cuda"));
+      out.push_back(measure(&op, sizer, opts.gpuMma && opts.target == "cuda"));
   return out;
 }
 
@@ -158,19 +323,43 @@ void printKernels(llvm::raw_ostream &os, StringRef title, ArrayRef<Kernel> ks) {
 
 LogicalResult printFusionReport(ModuleOp imported, int firstPhase,
                                 const PipelineOptions &options,
-                                int64_t dynamicDim, llvm::raw_ostream &os) {
+                                int64_t dynamicDim,
+                                const std::map<std::string, int64_t> &dimParams,
+                                llvm::raw_ostream &os) {
+  // Every name given must be a dim_param of a graph input.
+  std::set<std::string> known;
+  if (auto f = imported.lookupSymbol<func::FuncOp>("main_graph"))
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto ps = f.getArgAttrOfType<ArrayAttr>(i, "onnx.dim_params"))
+        for (Attribute p : ps)
+          if (auto s = dyn_cast<StringAttr>(p); s && !s.getValue().empty())
+            known.insert(s.str());
+  for (auto &[name, size] : dimParams)
+    if (!known.count(name)) {
+      std::string all;
+      for (const std::string &k : known)
+        all += (all.empty() ? "" : ", ") + k;
+      llvm::errs() << "gatec: --report-dims: '" << name
+                   << "' is no dim_param of the model's inputs ("
+                   << (all.empty() ? "it has none" : all) << ")\n";
+      return failure();
+    }
   PipelineOptions fused = options;
   PipelineOptions unfused = fused;
   unfused.flashAttention = false;
   unfused.widenProjections = false;
   unfused.fuseProducers = false;
-  auto a = compileAndMeasure(imported, firstPhase, unfused, dynamicDim);
-  auto b = compileAndMeasure(imported, firstPhase, fused, dynamicDim);
+  auto a = compileAndMeasure(imported, firstPhase, unfused,
+                             Sizer(dynamicDim, dimParams));
+  auto b = compileAndMeasure(imported, firstPhase, fused,
+                             Sizer(dynamicDim, dimParams));
   if (failed(a) || failed(b))
     return failure();
-  os << "fusion report (CPU loop nests of the tiled phase; dynamic dims taken "
-        "as "
-     << dynamicDim << "; bytes of every buffer a loop nest touches)\n";
+  os << "fusion report (CPU loop nests of the tiled phase; dynamic dims: ";
+  for (auto &[name, size] : dimParams)
+    os << name << " = " << size << ", ";
+  os << (dimParams.empty() ? "" : "others ") << dynamicDim
+     << "; bytes of every buffer a loop nest touches)\n";
   printKernels(os, "unfused", *a);
   printKernels(os, "fused", *b);
   int64_t ra = 0, rb = 0;

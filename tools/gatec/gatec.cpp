@@ -104,6 +104,11 @@ static cl::opt<int64_t> reportDim(
     "report-dim",
     cl::desc("--report=fusion: the size taken for dynamic dims (default 128)"),
     cl::init(128), cl::cat(gatecCat));
+static cl::opt<std::string> reportDims(
+    "report-dims",
+    cl::desc("--report=fusion: sizes by dim_param, e.g. batch=1,seq=2048 "
+             "(the other dynamic dims take --report-dim)"),
+    cl::value_desc("name=N,..."), cl::init(""), cl::cat(gatecCat));
 static cl::opt<bool> checkWeights(
     "check-weights",
     cl::desc("After every graph-level phase (onnx to linalg), check that each "
@@ -169,6 +174,7 @@ int main(int argc, char **argv) {
   o.emit = emit;
   o.report = report;
   o.reportDim = reportDim;
+  o.reportDims = reportDims;
   o.elideWeights = elideWeights;
   o.checkWeights = checkWeights;
   o.inlineWeightLimit = inlineLimit;
