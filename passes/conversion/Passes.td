@@ -67,8 +67,12 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       the norms' scale/bias do the same. Checks built while an operand was
       still unlowered (gated ops lower first) and that have become provable
       are removed at the end, so they never keep generics from fusing.
-      Integer Div truncates toward zero; Cast from float to integer
-      truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
+      Integer Div truncates toward zero and wraps INT_MIN / -1 to INT_MIN
+      (numpy's answer; no trap); a divisor read at run time is checked
+      (any 0 fails a cf.assert naming the node: ONNX leaves it undefined)
+      and divided through a copy with 0 and -1 replaced by 1; a constant
+      divisor holding 0 is an error, one without 0 or -1 no check. Cast
+      from float to integer truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
       even in integer arithmetic. Transcendental maths of f16/bf16 is
       computed in f32. Unsigned integers keep their tensor types; their
       scalars cross to signless with unrealized casts (no-ops in LLVM) and

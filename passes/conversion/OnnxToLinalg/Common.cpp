@@ -9,6 +9,7 @@
 #include "passes/common/Broadcast.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -400,6 +401,33 @@ Value Lowerer::reduce(
         linalg::YieldOp::create(ib, v);
       });
   return g.getResult(0);
+}
+
+void Lowerer::checkAll(Value t,
+                       function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
+                       const Twine &message) {
+  RankedTensorType tt = typeOf(t);
+  Value all;
+  if (tt.hasStaticShape() && tt.getNumElements() == 1) {
+    all = ok(b, tensor::ExtractOp::create(
+                    b, t, SmallVector<Value>(tt.getRank(), cidx(b, 0))));
+  } else {
+    int64_t r = tt.getRank();
+    auto flagType = RankedTensorType::get({}, b.getI1Type());
+    Value init = filled(flagType, {}, b.getBoolAttr(true));
+    SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(r),
+                                AffineMap::get(r, 0, {}, b.getContext())};
+    SmallVector<IteratorType> it(r, IteratorType::reduction);
+    auto g = linalg::GenericOp::create(
+        b, TypeRange{flagType}, ValueRange{t}, ValueRange{init}, maps, it,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          linalg::YieldOp::create(
+              ib, arith::AndIOp::create(ib, a[1], ok(ib, a[0])).getResult());
+        });
+    all = tensor::ExtractOp::create(b, g.getResult(0), ValueRange{});
+  }
+  cf::AssertOp::create(b, all, message.str());
 }
 
 Value Lowerer::countOf(Value x, ArrayRef<int64_t> axes, Type t) {

@@ -180,6 +180,15 @@ struct Lowerer {
          function_ref<Value(ImplicitLocOpBuilder &, Value, Value, ValueRange)>
              step);
 
+  /// A run-time check of the data (not of the sizes): that `ok` (an i1 of
+  /// an element) holds for every element of `t`, as one cf.assert with
+  /// `message` at the op's position (--lower-run-time-checks makes it the
+  /// run's error). The elements are read with tensor.extract when `t` has
+  /// one, else AND-reduced into a rank-0 tensor by one linalg.generic: a
+  /// compare and a branch per run, a pass over `t` (indices, divisors).
+  void checkAll(Value t, function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
+                const Twine &message);
+
   /// The number of elements of `x` over `axes`, as a scalar of float type t.
   Value countOf(Value x, ArrayRef<int64_t> axes, Type t);
 
