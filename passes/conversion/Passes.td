@@ -101,7 +101,10 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
       steps or negative steps is a generic reading x[start + i * step]);
       Transpose is linalg.transpose; Concat is tensor.concat; Expand,
-      Gather, Tile and Trilu are generics.
+      Gather, Tile and Trilu are generics. Gather indices outside [-n, n-1]
+      fail a cf.assert naming the node (indices read at run time: one AND
+      reduction over them; constant ones against a dynamic dim: their
+      extremes; against a static dim: a compile error).
 
     Dynamic dimensions are taken with tensor.dim (or read from the shape
     operand); a dynamic dimension that broadcasts is taken to have the

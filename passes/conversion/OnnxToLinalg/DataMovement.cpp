@@ -645,6 +645,53 @@ Value gatherIndex(ImplicitLocOpBuilder &b, Value i, Value size) {
   return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, size), i);
 }
 
+/// ONNX Gather's indices must lie in [-n, n-1] for the data's dim n along
+/// the axis (negative ones count from the end); outside that onnxruntime
+/// fails the run, and reading there would be out of bounds. Constant
+/// indices against a static dim are checked here (a compile error); against
+/// a dynamic dim, their extremes are checked once at run time; indices read
+/// at run time (token ids into an embedding) are all checked at run time.
+/// A failed run-time check is the run's error, naming the node.
+LogicalResult checkGatherIndices(onnx::GatherOp op, Lowerer &l, int64_t axis,
+                                 Value axisDim) {
+  ImplicitLocOpBuilder &b = l.b;
+  int64_t n = l.typeOf(l.in[0]).getDimSize(axis);
+  std::string message = "gatec: an index out of range of data dim " +
+                        std::to_string(axis) + " in " +
+                        describeOp(op->getLoc()) + " (Gather)";
+  using P = arith::CmpIPredicate;
+  if (auto c = onnx::getConstantInts(op.getIndices())) {
+    if (c->empty())
+      return success();
+    int64_t lo = *llvm::min_element(*c), hi = *llvm::max_element(*c);
+    if (!ShapedType::isDynamic(n)) {
+      if (lo < -n || hi >= n)
+        return l.fail("an index out of range of data dim " + Twine(axis) +
+                      " (" + Twine(lo < -n ? lo : hi) + " not in [" +
+                      Twine(-n) + ", " + Twine(n - 1) + "])");
+      return success();
+    }
+    // hi < n and -n <= lo, as n > max(hi, -lo - 1).
+    int64_t need = std::max(hi, -lo - 1);
+    if (need < 0)
+      return success();
+    cf::AssertOp::create(
+        b, arith::CmpIOp::create(b, P::sgt, axisDim, cidx(b, need)), message);
+    return success();
+  }
+  l.checkAll(
+      l.in[1],
+      [&](ImplicitLocOpBuilder &ib, Value i) -> Value {
+        Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), i);
+        Value neg = arith::SubIOp::create(ib, cidx(ib, 0), axisDim);
+        return arith::AndIOp::create(
+            ib, arith::CmpIOp::create(ib, P::sge, v, neg),
+            arith::CmpIOp::create(ib, P::slt, v, axisDim));
+      },
+      message);
+  return success();
+}
+
 } // namespace
 
 LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
@@ -656,6 +703,8 @@ LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
   int64_t axis = *ax;
   RankedTensorType rt = l.resultType();
   Value axisDim = l.val(l.dim(data, axis));
+  if (failed(checkGatherIndices(op, l, axis, axisDim)))
+    return failure();
   if (r == 1 && q == 0) { // one element of a vector (of a shape, mostly)
     Value i = gatherIndex(l.b, l.element(indices, 0), axisDim);
     Value v = tensor::ExtractOp::create(l.b, data, i);
