@@ -91,6 +91,9 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       RotaryEmbedding is one generic.
     - Shape, Size, Gather, Concat, Unsqueeze, Range, ConstantOfShape and
       Reshape also work on the i64 shape tensors that feed dynamic Reshapes.
+      Range counts in f64 (floats) or i128 (integers, exact); a run-time
+      delta of 0, or a count that is not finite or needs more than 2^47
+      bytes, fails a cf.assert (a constant delta of 0 is an error).
     - Reshape is a tensor.collapse_shape / expand_shape when its dims
       provably regroup (static shapes, or a shape operand whose dynamic
       elements are Shape/Gather chains of the same input dims), otherwise a
@@ -99,7 +102,10 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
       computed at run time when the axes are a run-time input); Slice and
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
-      steps or negative steps is a generic reading x[start + i * step]);
+      steps or negative steps is a generic reading x[start + i * step];
+      a run-time step of 0 or axis out of range fails a cf.assert, as do
+      Split sizes that are negative or do not sum to the dim, and an equal
+      split whose last part would be negative);
       Transpose is linalg.transpose; Concat is tensor.concat; Expand,
       Gather, Tile and Trilu are generics. Gather indices outside [-n, n-1]
       fail a cf.assert naming the node (indices read at run time: one AND

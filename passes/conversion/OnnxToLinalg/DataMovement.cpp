@@ -13,6 +13,7 @@
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include <cmath>
 
 namespace gatec::conversion::onnx_to_linalg {
 
@@ -97,18 +98,75 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   ImplicitLocOpBuilder &b = l.b;
   Value start = l.element(l.in[0], 0), limit = l.element(l.in[1], 0),
         delta = l.element(l.in[2], 0);
+  // A delta of 0 read at run time, which onnxruntime refuses, is checked
+  // (a constant one is an error).
+  using P = arith::CmpIPredicate;
+  std::string where = " in " + describeOp(op->getLoc()) + " (Range)";
+  auto deltas = onnx::getConstantDoubles(op.getDelta());
+  if (deltas && deltas->size() == 1 && (*deltas)[0] == 0)
+    return l.fail("a delta of 0");
+  if (!deltas || deltas->size() != 1) {
+    Value isZero =
+        isFloat(e)
+            ? (Value)arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                           convert(b, delta, b.getF64Type()),
+                                           scalar(b, b.getF64Type(), 0))
+            : (Value)arith::CmpIOp::create(
+                  b, P::eq, toSignless(b, delta),
+                  scalar(b, toSignless(b, delta).getType(), 0));
+    cf::AssertOp::create(
+        b, arith::XOrIOp::create(b, isZero, scalar(b, b.getI1Type(), 1)),
+        "gatec: a delta of 0" + where);
+  }
   // n = max(ceil((limit - start) / delta), 0), the quotient in f64 as
-  // onnxruntime computes it.
+  // onnxruntime computes it, integers in i128 (exact: no overflow of
+  // limit - start, no trap). Unless the Range runs over a tensor's dim
+  // (below), a count that is not finite or whose buffer would exceed 2^47
+  // bytes (what x86-64 can address) is the run's error: onnxruntime fails
+  // the run there too.
+  Value dim = rangeOverDim(op, l);
+  int64_t bytes = std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+  int64_t most = (int64_t(1) << 47) / bytes;
+  std::string tooMany = "gatec: a Range whose number of elements is not "
+                        "finite or needs a buffer over 2^47 bytes" +
+                        where;
   Value n;
   if (isFloat(e)) {
     Type f64 = b.getF64Type();
     Value d = convert(b, arith::SubFOp::create(b, limit, start), f64);
-    Value q = arith::DivFOp::create(b, d, convert(b, delta, f64));
-    n = arith::FPToSIOp::create(b, b.getI64Type(), math::CeilOp::create(b, q));
-  } else {
+    Value q = math::CeilOp::create(
+        b, arith::DivFOp::create(b, d, convert(b, delta, f64)));
+    if (!dim) {
+      Value ok = arith::AndIOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, q,
+                                scalar(b, f64, (double)most)),
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, q,
+                                scalar(b, f64, -INFINITY)));
+      cf::AssertOp::create(b, ok, tooMany);
+      q = arith::SelectOp::create(b, ok, q, scalar(b, f64, 0)); // NaN, inf
+      q = arith::MaximumFOp::create(b, q, scalar(b, f64, 0));
+    }
+    n = arith::FPToSIOp::create(b, b.getI64Type(), q);
+  } else if (dim) {
     Value q = arith::CeilDivSIOp::create(
         b, arith::SubIOp::create(b, limit, start), delta);
     n = convert(b, q, b.getI64Type());
+  } else {
+    Type i128 = b.getIntegerType(128);
+    auto wide = [&](Value v) { return convert(b, v, i128); };
+    Value dw = wide(delta);
+    Value safe = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, P::eq, dw, scalar(b, i128, 0)),
+        scalar(b, i128, 1), dw);
+    Value q = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, wide(limit), wide(start)), safe);
+    Value ok = arith::CmpIOp::create(b, P::sle, q, scalar(b, i128, most));
+    cf::AssertOp::create(b, ok, tooMany);
+    q = arith::MaxSIOp::create(
+        b, arith::SelectOp::create(b, ok, q, scalar(b, i128, 0)),
+        scalar(b, i128, 0));
+    n = arith::TruncIOp::create(b, b.getI64Type(), q);
   }
   n = arith::MaxSIOp::create(b, n, scalar(b, b.getI64Type(), 0));
   OpFoldResult size = OpFoldResult(
@@ -116,7 +174,7 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   // Range(0, n, 1) over a tensor's dynamic dim n (positions 0..T-1, as
   // exporters write them): its size is that dim, checked equal here once,
   // so that what it broadcasts against is provably the same size.
-  if (Value dim = rangeOverDim(op, l)) {
+  if (dim) {
     cf::AssertOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, l.val(size)),
         "gatec: a Range over a dim of a tensor has another length (" +
@@ -480,11 +538,31 @@ LogicalResult lowerSliceGeneral(onnx::SliceOp op, Lowerer &l) {
     end.push_back(dims[d]);
     step.push_back(cidx(b, 1));
   }
+  // Axes and steps read at run time are checked (onnxruntime fails the run
+  // on either): an axis outside [-r, r-1] would name no dim, a step of 0
+  // divide by 0. Constant ones were checked by the verifier.
+  std::string where = " in " + describeOp(op->getLoc()) + " (Slice)";
+  bool runTimeAxes = l.in[3] && !onnx::getConstantInts(op.getAxes());
+  bool runTimeSteps = l.in[4] && !onnx::getConstantInts(op.getSteps());
   for (int64_t i = 0; i < n; ++i) {
     Value ci = cidx(b, i);
     Value a = l.in[3] ? normAxisValue(b, indexAt(b, l.in[3], ci), r) : ci;
+    if (runTimeAxes)
+      cf::AssertOp::create(b,
+                           arith::AndIOp::create(
+                               b,
+                               arith::CmpIOp::create(b, P::sge, a, cidx(b, 0)),
+                               arith::CmpIOp::create(b, P::slt, a, cidx(b, r))),
+                           "gatec: a Slice axis out of range" + where);
     Value si = indexAt(b, l.in[1], ci), ei = indexAt(b, l.in[2], ci);
     Value pi = l.in[4] ? indexAt(b, l.in[4], ci) : cidx(b, 1);
+    if (runTimeSteps) {
+      Value isZero = arith::CmpIOp::create(b, P::eq, pi, cidx(b, 0));
+      cf::AssertOp::create(
+          b, arith::XOrIOp::create(b, isZero, scalar(b, b.getI1Type(), 1)),
+          "gatec: a Slice step of 0" + where);
+      pi = arith::SelectOp::create(b, isZero, cidx(b, 1), pi); // no trap
+    }
     for (int64_t d = 0; d < r; ++d) {
       Value is = arith::CmpIOp::create(b, P::eq, a, cidx(b, d));
       start[d] = arith::SelectOp::create(b, is, si, start[d]);
@@ -585,10 +663,53 @@ LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
       return l.fail("a run-time split of another length than the outputs");
     for (int64_t i = 0; i < n; ++i) // sizes read at run time if need be
       parts.push_back(split ? l.idx((*split)[i]) : l.elementIndex(l.in[1], i));
+    // Sizes that are negative or do not sum to the dim (onnxruntime fails
+    // the run) would slice out of bounds: checked where not constant.
+    OpFoldResult sum = l.idx(0);
+    Value ok;
+    for (OpFoldResult p : parts) {
+      sum = l.add(sum, p);
+      if (getConstantIntValue(p))
+        continue;
+      Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                           l.val(p), cidx(l.b, 0));
+      ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+    }
+    auto cs = getConstantIntValue(sum), cd = getConstantIntValue(d);
+    if (cs && cd && *cs != *cd)
+      return l.fail("split sizes that sum to " + Twine(*cs) + ", not to the " +
+                    "dim's " + Twine(*cd));
+    if (!cs || !cd) {
+      Value eq = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                       l.val(sum), l.val(d));
+      ok = ok ? (Value)arith::AndIOp::create(l.b, ok, eq) : eq;
+    }
+    if (ok)
+      cf::AssertOp::create(l.b, ok,
+                           "gatec: Split sizes that are negative or do not "
+                           "sum to dim " +
+                               std::to_string(axis) + " in " +
+                               describeOp(op->getLoc()) + " (Split)");
   } else { // equal parts of ceil(d / n), the last one smaller
     OpFoldResult chunk = l.ceilDiv(d, l.idx(n));
     for (int64_t i = 0; i < n; ++i)
       parts.push_back(i + 1 < n ? chunk : l.sub(d, l.mul(chunk, l.idx(n - 1))));
+    // ... but not negative (d = 5 in 4 parts: 2, 2, 2, -1), which
+    // onnxruntime refuses.
+    if (auto c = getConstantIntValue(parts.back())) {
+      if (*c < 0)
+        return l.fail("a dim split in " + Twine(n) +
+                      " parts of ceil(d / n) leaves a negative last part");
+    } else if (n > 1) {
+      cf::AssertOp::create(
+          l.b,
+          arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                l.val(parts.back()), cidx(l.b, 0)),
+          "gatec: a Split of dim " + std::to_string(axis) + " in " +
+              std::to_string(n) + " parts of ceil(d / " + std::to_string(n) +
+              ") leaves a negative last part in " + describeOp(op->getLoc()) +
+              " (Split)");
+    }
   }
   SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
                                                   strides(r, l.idx(1));

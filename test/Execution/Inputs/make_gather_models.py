@@ -22,6 +22,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 out = sys.argv[1]
+ort.set_default_logger_severity(4)  # the failing runs are expected
 os.makedirs(out, exist_ok=True)
 vi = helper.make_tensor_value_info
 
