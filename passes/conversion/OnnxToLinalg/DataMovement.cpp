@@ -254,6 +254,32 @@ SmallVector<OpFoldResult> reshapeSizes(onnx::ReshapeOp op, Lowerer &l) {
     if (!rest[i])
       prod = l.mul(prod, unknown[i] ? select(isMinusOne(v[i]), l.idx(1), v[i])
                                     : v[i]);
+  // The -1 is numel / prod. A prod of 0 (a 0-sized dim among the others,
+  // e.g. a sequence of length 0) leaves it undefined: onnxruntime fails the
+  // run if the shape holds a -1, so does this check; without one, `total`
+  // is not used, and the division goes through a divisor of 1 (no trap).
+  if (!getConstantIntValue(prod)) {
+    Value zero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l.val(prod),
+                                       l.val(l.idx(0)));
+    Value minusOne;
+    for (int64_t i = 0; i < r; ++i) {
+      if (!rest[i] && !unknown[i])
+        continue;
+      Value m = rest[i] ? scalar(b, b.getI1Type(), 1) : isMinusOne(v[i]);
+      minusOne = minusOne ? arith::OrIOp::create(b, minusOne, m) : m;
+    }
+    if (minusOne)
+      cf::AssertOp::create(
+          b,
+          arith::XOrIOp::create(b, arith::AndIOp::create(b, zero, minusOne),
+                                scalar(b, b.getI1Type(), 1)),
+          "gatec: a Reshape to a shape with -1 where the other sizes' "
+          "product is 0 in " +
+              describeOp(op->getLoc()) + " (Reshape)");
+    prod = select(zero, l.idx(1), prod);
+  } else if (*getConstantIntValue(prod) == 0) {
+    prod = l.idx(1);
+  }
   OpFoldResult total = l.divTrunc(l.numel(x), prod);
   for (int64_t i = 0; i < r; ++i) {
     if (rest[i])
