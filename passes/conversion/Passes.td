@@ -82,9 +82,11 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       (explicit or implicit output, ellipsis, diagonals) are contractions
       accumulating in f32 for narrower floats; Reduce{Sum,Mean,Max,Min,Prod,
       L2}, Softmax, LogSoftmax, LayerNormalization and RMSNormalization
-      reduce the same way. Reduce* whose axes are a run-time input compute a
-      reduced-or-not flag per dim and loop over the reduced elements of each
-      output element; CumSum (run-time axis) sums each element's run.
+      reduce the same way (ReduceMean over no elements is 0, as in
+      onnxruntime: ONNX leaves it undefined). Reduce* whose axes are a
+      run-time input compute a reduced-or-not flag per dim and loop over
+      the reduced elements of each output element; CumSum (run-time axis)
+      sums each element's run.
     - Attention in the forms raising leaves (KV cache, softcap,
       qk_matmul_output, nonpad_kv_seqlen) is scores, bias, softmax and P V
       as the ONNX reference computes them (a fully masked row gives zeros);
