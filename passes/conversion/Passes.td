@@ -109,7 +109,9 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       a run-time step of 0 or axis out of range fails a cf.assert, as do
       Split sizes that are negative or do not sum to the dim, and an equal
       split whose last part would be negative);
-      Transpose is linalg.transpose; Concat is tensor.concat; Expand,
+      Transpose is linalg.transpose; Concat is tensor.concat (operand dims
+      other than the axis that may differ at run time fail a cf.assert, as
+      do MatMul and Gemm contraction dims); Expand,
       Gather, Tile and Trilu are generics. Gather indices outside [-n, n-1]
       fail a cf.assert naming the node (indices read at run time: one AND
       reduction over them; constant ones against a dynamic dim: their

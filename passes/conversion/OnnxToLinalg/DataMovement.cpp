@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
+#include "passes/common/Broadcast.h"
+
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -517,6 +519,28 @@ LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
   auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
   if (!axis)
     return l.fail("axis out of range");
+  // The operands' other dims must agree (onnxruntime fails the run
+  // otherwise; tensor.concat would write out of bounds): checked at run time
+  // where they are not provably equal.
+  for (int64_t d = 0; d < rt.getRank(); ++d) {
+    if (d == *axis)
+      continue;
+    Value ref = l.in[0];
+    for (Value v : l.in)
+      if (!l.typeOf(v).isDynamicDim(d))
+        ref = v;
+    OpFoldResult size = l.dim(ref, d);
+    for (Value v : l.in) {
+      if (v == ref || common::provablySameSize(v, d, size))
+        continue;
+      cf::AssertOp::create(
+          l.b,
+          arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                l.val(l.dim(v, d)), l.val(size)),
+          "gatec: run-time sizes that differ in dim " + std::to_string(d) +
+              " of the operands of " + describeOp(op->getLoc()) + " (Concat)");
+    }
+  }
   SmallVector<Value> ins; // operands empty along the axis add nothing
   for (Value v : l.in)
     if (l.typeOf(v).getDimSize(*axis) != 0)
