@@ -220,6 +220,14 @@ def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
     the run had allocated are not freed on that path. A `cf.assert` inside
     a region (an OpenMP parallel loop) stays as it is (message, abort()):
     unwinding a worker thread is not possible.
+
+    Likewise every `malloc` / `aligned_alloc` call at the top level (the
+    buffers of the host code, after `finalize-memref-to-llvm`) is followed
+    by a check that it returned non-NULL or was asked for 0 bytes; else a
+    call of `gatec_alloc_failed(message)` (naming the node the buffer is
+    for) ends the run the same way, and the wrapper's `run` returns 2,
+    which the runtime reports as GATEC_STATUS_OUT_OF_MEMORY. Allocations
+    inside a region (per-thread scratch) are not checked.
   }];
   let dependentDialects = [
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
