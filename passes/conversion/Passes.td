@@ -101,7 +101,8 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       elements are Shape/Gather chains of the same input dims), otherwise a
       tensor.reshape whose target shape is computed at run time (0 copies
       the input dim unless allowzero, -1 takes the remaining elements; a
-      -1 there while the other sizes' product is 0 fails a cf.assert).
+      -1 there while the other sizes' product is 0, a negative size or
+      another number of elements fails a cf.assert).
       Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
       computed at run time when the axes are a run-time input); Slice and
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/

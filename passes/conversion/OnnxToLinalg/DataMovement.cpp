@@ -399,7 +399,35 @@ LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
       return l.done(tensor::ExpandShapeOp::create(
           l.b, rt, x, *groups, expandSizes(l, x, rt, *groups)));
   }
-  return l.done(l.reshapeDynamic(x, rt, reshapeSizes(op, l)));
+  SmallVector<OpFoldResult> sizes = reshapeSizes(op, l);
+  // A shape of another number of elements (two -1s, a wrong size) or with
+  // a negative size other than -1, which onnxruntime refuses, would read x
+  // out of bounds: checked where not constant.
+  OpFoldResult n = l.idx(1);
+  Value ok;
+  for (OpFoldResult v : sizes) {
+    n = l.mul(n, v);
+    if (getConstantIntValue(v))
+      continue;
+    Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                         l.val(v), cidx(l.b, 0));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+  }
+  OpFoldResult numel = l.numel(x);
+  auto cn = getConstantIntValue(n), cx = getConstantIntValue(numel);
+  if (!cn || !cx) {
+    Value same = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq, l.val(n),
+                                       l.val(numel));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, same) : same;
+  } else if (*cn != *cx) {
+    return l.fail("a shape of " + Twine(*cn) + " elements for " + Twine(*cx));
+  }
+  if (ok)
+    cf::AssertOp::create(l.b, ok,
+                         "gatec: a Reshape to a shape of another number of "
+                         "elements or with a negative size in " +
+                             describeOp(op->getLoc()) + " (Reshape)");
+  return l.done(l.reshapeDynamic(x, rt, sizes));
 }
 
 LogicalResult lower(onnx::FlattenOp op, Lowerer &l) {
