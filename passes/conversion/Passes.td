@@ -112,9 +112,10 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       split whose last part would be negative);
       Transpose is linalg.transpose; Concat is tensor.concat (operand dims
       other than the axis that may differ at run time fail a cf.assert, as
-      do MatMul and Gemm contraction dims); Expand,
-      Gather, Tile and Trilu are generics. Gather indices outside [-n, n-1]
-      fail a cf.assert naming the node (indices read at run time: one AND
+      do MatMul and Gemm contraction dims); Expand, Gather, Tile and Trilu
+      are generics (negative run-time sizes of ConstantOfShape, Expand and
+      Tile fail a cf.assert). Gather indices outside [-n, n-1] fail a
+      cf.assert naming the node (indices read at run time: one AND
       reduction over them; constant ones against a dynamic dim: their
       extremes; against a static dim: a compile error).
 

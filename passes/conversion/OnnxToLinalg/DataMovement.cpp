@@ -53,6 +53,36 @@ LogicalResult lower(onnx::SizeOp op, Lowerer &l) {
   return l.done(tensor::FromElementsOp::create(l.b, l.resultType(), n));
 }
 
+/// A cf.assert that the sizes `sizes` of a result, dim d read from element
+/// `first + d` of the ONNX shape-like operand `shape` (ConstantOfShape's
+/// shape, Expand's shape, Tile's repeats), are not negative: onnxruntime
+/// refuses negative ones, and two of them would make a buffer of positive
+/// size. Dims whose element is a constant >= 0 or a tensor's dim (Shape
+/// chains) are not checked.
+void checkSizesNonNegative(Lowerer &l, Operation *op, Value shape,
+                           int64_t first, ArrayRef<OpFoldResult> sizes) {
+  auto known = onnx::getShapeDims(shape);
+  Value ok;
+  for (auto [d, size] : llvm::enumerate(sizes)) {
+    if (getConstantIntValue(size))
+      continue;
+    int64_t k = first + (int64_t)d;
+    if (k < 0) // not read from the operand (Expand: x's own dim)
+      continue;
+    if (known && k < (int64_t)known->size() &&
+        (((*known)[k].value && *(*known)[k].value >= 0) || (*known)[k].src))
+      continue;
+    Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                         l.val(size), cidx(l.b, 0));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+  }
+  if (ok)
+    cf::AssertOp::create(l.b, ok,
+                         "gatec: a negative size in " +
+                             describeOp(op->getLoc()) + " (" +
+                             op->getName().stripDialect().str() + ")");
+}
+
 LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
   RankedTensorType rt = l.resultType();
   TypedAttr v = scalarAttr(l.b, rt.getElementType(), 0);
@@ -68,6 +98,7 @@ LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
   for (int64_t i = 0; i < rt.getRank(); ++i)
     sizes.push_back(rt.isDynamicDim(i) ? l.elementIndex(l.in[0], i)
                                        : l.idx(rt.getDimSize(i)));
+  checkSizesNonNegative(l, op, op.getInput(), 0, sizes);
   return l.done(l.filled(rt, sizes, v));
 }
 
@@ -828,6 +859,7 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
       s = l.unlessOne(s, l.dim(x, d - (r - rx)));
     sizes.push_back(s);
   }
+  checkSizesNonNegative(l, op, op.getShape(), m - r, sizes);
   Value xb = l.broadcastOperand(x, rt, sizes);
   return l.done(
       l.generic(rt, sizes, {xb}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
@@ -944,6 +976,7 @@ LogicalResult lower(onnx::TileOp op, Lowerer &l) {
                         ? l.mul(l.dim(x, d), l.elementIndex(l.in[1], d))
                         : l.idx(rt.getDimSize(d)));
   }
+  checkSizesNonNegative(l, op, op.getRepeats(), 0, sizes);
   return l.done(
       l.generic(rt, sizes, {}, {}, [&](ImplicitLocOpBuilder &b, ValueRange) {
         SmallVector<Value> at;
