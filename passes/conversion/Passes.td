@@ -86,7 +86,8 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       onnxruntime: ONNX leaves it undefined). Reduce* whose axes are a
       run-time input compute a reduced-or-not flag per dim and loop over
       the reduced elements of each output element; CumSum (run-time axis)
-      sums each element's run.
+      sums each element's run. Run-time axes (these, Squeeze, Unsqueeze)
+      outside [-r, r-1] fail a cf.assert naming the node.
     - Attention in the forms raising leaves (KV cache, softcap,
       qk_matmul_output, nonpad_kv_seqlen) is scores, bias, softmax and P V
       as the ONNX reference computes them (a fully masked row gives zeros);

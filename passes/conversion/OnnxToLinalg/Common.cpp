@@ -9,6 +9,7 @@
 #include "passes/common/Broadcast.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
@@ -545,8 +546,27 @@ Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank) {
                                  arith::AddIOp::create(b, a, cidx(b, rank)), a);
 }
 
+std::string axisOutOfRange(Operation *op) {
+  return "gatec: an axis out of range in " + describeOp(op->getLoc()) + " (" +
+         op->getName().stripDialect().str() + ")";
+}
+
 SmallVector<Value> axisFlags(Lowerer &l, Value axes, int64_t rank) {
   ImplicitLocOpBuilder &b = l.b;
+  // An axis outside [-rank, rank - 1] would name no dim (onnxruntime fails
+  // the run): checked once over the axes.
+  l.checkAll(
+      axes,
+      [&](ImplicitLocOpBuilder &ib, Value a) -> Value {
+        Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), a);
+        return arith::AndIOp::create(
+            ib,
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, v,
+                                  cidx(ib, -rank)),
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, v,
+                                  cidx(ib, rank)));
+      },
+      axisOutOfRange(l.op));
   SmallVector<Value> init(rank, scalar(b, b.getI1Type(), 0));
   auto loop = scf::ForOp::create(
       b, cidx(b, 0), l.val(l.dim(axes, 0)), cidx(b, 1), init,

@@ -230,8 +230,12 @@ Value indexAt(ImplicitLocOpBuilder &b, Value t, Value i);
 /// `a` (an index) counted from the front of a rank-`rank` tensor.
 Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank);
 
+/// The message of a run-time check that an axis is in range, naming `op`.
+std::string axisOutOfRange(Operation *op);
+
 /// For each dim of a rank-`rank` tensor, whether the 1-D axes tensor
-/// `axes` (read at run time, negative axes from the end) names it.
+/// `axes` (read at run time, negative axes from the end) names it; axes
+/// outside [-rank, rank - 1] fail a run-time check naming the op.
 SmallVector<Value> axisFlags(Lowerer &l, Value axes, int64_t rank);
 
 /// The sizes of the `n` dims of `dims` that are not flagged, in order

@@ -8,6 +8,7 @@
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -274,8 +275,18 @@ LogicalResult lower(onnx::CumSumOp op, Lowerer &l) {
   ImplicitLocOpBuilder &b = l.b;
   Value a =
       arith::IndexCastOp::create(b, b.getIndexType(), l.element(l.in[1], 0));
-  if (auto c = onnx::getConstantInts(op.getAxis()); c && !normAxis((*c)[0], r))
-    return l.fail("axis out of range");
+  if (auto c = onnx::getConstantInts(op.getAxis())) {
+    if (!normAxis((*c)[0], r))
+      return l.fail("axis out of range");
+  } else { // read at run time: checked (onnxruntime fails the run)
+    cf::AssertOp::create(
+        b,
+        arith::AndIOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, a, cidx(b, -r)),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, cidx(b, r))),
+        axisOutOfRange(op));
+  }
   Value zero = arith::ConstantIndexOp::create(b, 0),
         one = arith::ConstantIndexOp::create(b, 1);
   Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, zero);
