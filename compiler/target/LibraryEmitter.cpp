@@ -268,13 +268,14 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
        << "; ++k) gatec_cuda_free(dev_in[k]);\n    return 1;\n  }\n";
   // Nothing the error path reads changes between setjmp and longjmp.
   os << "  jmp_buf env;\n  jmp_buf *outer = gatec_check_env;\n"
+     << "  gatec_check_oom = 0;\n"
      << "  if (setjmp(env)) {\n    gatec_check_env = outer;\n"
      << "    snprintf(err, err_len, \"%s\", gatec_check_msg);\n";
   if (cuda)
     os << "    (void)gatec_cuda_run_error();\n"
        << "    for (int k = 0; k < " << sig.inputs.size()
        << "; ++k) gatec_cuda_free(dev_in[k]);\n";
-  os << "    return 1;\n  }\n  gatec_check_env = &env;\n";
+  os << "    return gatec_check_oom ? 2 : 1;\n  }\n  gatec_check_env = &env;\n";
   os << "  _mlir_ciface_main_graph(";
   os << (sig.outputs.size() == 1 ? "&res.r0" : "&res");
   for (size_t i = 0; i < sig.inputs.size(); ++i)

@@ -3,11 +3,15 @@
 // A failed run-time check of the model's host code (cf.assert: sizes that
 // do not broadcast, ...) as the run's error instead of abort(): a call of
 // gatec_check_failed(message), which the model library's ABI wrapper turns
-// into an error status of the run.
+// into an error status of the run. A failed malloc of the host code is the
+// run's out-of-memory error the same way (gatec_alloc_failed), instead of
+// a write through NULL.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/Passes.h"
 
+#include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -22,6 +26,7 @@ using namespace mlir;
 
 namespace {
 constexpr StringLiteral kHandler = "gatec_check_failed";
+constexpr StringLiteral kAllocHandler = "gatec_alloc_failed";
 
 struct LowerRunTimeChecksPass
     : gatec::conversion::impl::LowerRunTimeChecksBase<LowerRunTimeChecksPass> {
@@ -43,27 +48,56 @@ struct LowerRunTimeChecksPass
     return LLVM::AddressOfOp::create(b, loc, g);
   }
 
+  /// Declares `name` (void(ptr)) in the module unless it is there.
+  void declare(OpBuilder &b, StringRef name) {
+    ModuleOp module = getOperation();
+    if (module.lookupSymbol(name))
+      return;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto ptr = LLVM::LLVMPointerType::get(&getContext());
+    func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({ptr}, {}))
+        .setPrivate();
+  }
+
+  /// Splits the block after `at`: where `ok` is false, a call of `handler`
+  /// with `text` (it does not return), then the rest of the block.
+  void branchUnless(OpBuilder &b, Operation *at, Value ok, StringRef handler,
+                    StringRef text, llvm::StringMap<LLVM::GlobalOp> &globals) {
+    Location loc = at->getLoc();
+    Block *before = at->getBlock();
+    Block *after = before->splitBlock(at->getNextNode());
+    Block *fail = b.createBlock(after);
+    b.setInsertionPointToEnd(fail);
+    func::CallOp::create(b, loc, handler, TypeRange{},
+                         ValueRange{message(b, loc, text, globals)});
+    cf::BranchOp::create(b, loc, after);
+    b.setInsertionPointToEnd(before);
+    cf::CondBranchOp::create(b, loc, ok, after, fail);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     OpBuilder b(&getContext());
-    auto ptr = LLVM::LLVMPointerType::get(&getContext());
-    // Checks at the top level of a host function: one inside an OpenMP or
-    // other region would unwind a worker thread; those keep cf.assert.
+    // Checks and allocations at the top level of a host function: one
+    // inside an OpenMP or other region would unwind a worker thread; those
+    // keep cf.assert (and an unchecked malloc).
     SmallVector<cf::AssertOp> checks;
+    SmallVector<LLVM::CallOp> allocs;
     for (auto f : module.getOps<func::FuncOp>())
-      f.walk([&](cf::AssertOp a) {
-        if (a->getParentOp() == f)
+      f.walk([&](Operation *op) {
+        if (op->getParentOp() != f)
+          return;
+        if (auto a = dyn_cast<cf::AssertOp>(op))
           checks.push_back(a);
+        if (auto c = dyn_cast<LLVM::CallOp>(op))
+          if (c.getCallee() &&
+              (*c.getCallee() == "malloc" || *c.getCallee() == "aligned_alloc"))
+            allocs.push_back(c);
       });
-    if (checks.empty())
-      return;
-    if (!module.lookupSymbol<func::FuncOp>(kHandler)) {
-      b.setInsertionPointToStart(module.getBody());
-      auto handler = func::FuncOp::create(b, module.getLoc(), kHandler,
-                                          b.getFunctionType({ptr}, {}));
-      handler.setPrivate();
-    }
     llvm::StringMap<LLVM::GlobalOp> globals;
+    if (!checks.empty())
+      declare(b, kHandler);
     for (cf::AssertOp a : checks) {
       Location loc = a.getLoc();
       Block *before = a->getBlock();
@@ -76,6 +110,27 @@ struct LowerRunTimeChecksPass
       b.setInsertionPoint(a);
       cf::CondBranchOp::create(b, loc, a.getArg(), after, fail);
       a.erase();
+    }
+    // malloc(n) / aligned_alloc(a, n) returning NULL for n > 0: the run's
+    // out-of-memory error, naming the node whose buffer it is.
+    if (!allocs.empty())
+      declare(b, kAllocHandler);
+    for (LLVM::CallOp c : allocs) {
+      Location loc = c.getLoc();
+      b.setInsertionPointAfter(c);
+      Value p = c.getResult(), n = c.getArgOperands().back();
+      Value null = LLVM::ZeroOp::create(b, loc, p.getType());
+      Value zero = LLVM::ConstantOp::create(b, loc, n.getType(),
+                                            b.getIntegerAttr(n.getType(), 0));
+      Value got =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, p, null);
+      Value none =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, n, zero);
+      Value ok = LLVM::OrOp::create(b, loc, got, none);
+      branchUnless(b, ok.getDefiningOp(), ok, kAllocHandler,
+                   "gatec: a buffer of " + gatec::describeOp(loc) +
+                       " could not be allocated",
+                   globals);
     }
   }
 };

@@ -67,8 +67,12 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       the norms' scale/bias do the same. Checks built while an operand was
       still unlowered (gated ops lower first) and that have become provable
       are removed at the end, so they never keep generics from fusing.
-      Integer Div truncates toward zero; Cast from float to integer
-      truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
+      Integer Div truncates toward zero and wraps INT_MIN / -1 to INT_MIN
+      (numpy's answer; no trap); a divisor read at run time is checked
+      (any 0 fails a cf.assert naming the node: ONNX leaves it undefined)
+      and divided through a copy with 0 and -1 replaced by 1; a constant
+      divisor holding 0 is an error, one without 0 or -1 no check. Cast
+      from float to integer truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
       even in integer arithmetic. Transcendental maths of f16/bf16 is
       computed in f32. Unsigned integers keep their tensor types; their
       scalars cross to signless with unrealized casts (no-ops in LLVM) and
@@ -78,26 +82,43 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       (explicit or implicit output, ellipsis, diagonals) are contractions
       accumulating in f32 for narrower floats; Reduce{Sum,Mean,Max,Min,Prod,
       L2}, Softmax, LogSoftmax, LayerNormalization and RMSNormalization
-      reduce the same way. Reduce* whose axes are a run-time input compute a
-      reduced-or-not flag per dim and loop over the reduced elements of each
-      output element; CumSum (run-time axis) sums each element's run.
+      reduce the same way (ReduceMean over no elements is 0, as in
+      onnxruntime: ONNX leaves it undefined). Reduce* whose axes are a
+      run-time input compute a reduced-or-not flag per dim and loop over
+      the reduced elements of each output element; CumSum (run-time axis)
+      sums each element's run. Run-time axes (these, Squeeze, Unsqueeze)
+      outside [-r, r-1] fail a cf.assert naming the node.
     - Attention in the forms raising leaves (KV cache, softcap,
       qk_matmul_output, nonpad_kv_seqlen) is scores, bias, softmax and P V
       as the ONNX reference computes them (a fully masked row gives zeros);
       RotaryEmbedding is one generic.
     - Shape, Size, Gather, Concat, Unsqueeze, Range, ConstantOfShape and
       Reshape also work on the i64 shape tensors that feed dynamic Reshapes.
+      Range counts in f64 (floats) or i128 (integers, exact); a run-time
+      delta of 0, or a count that is not finite or needs more than 2^47
+      bytes, fails a cf.assert (a constant delta of 0 is an error).
     - Reshape is a tensor.collapse_shape / expand_shape when its dims
       provably regroup (static shapes, or a shape operand whose dynamic
       elements are Shape/Gather chains of the same input dims), otherwise a
       tensor.reshape whose target shape is computed at run time (0 copies
-      the input dim unless allowzero, -1 takes the remaining elements).
+      the input dim unless allowzero, -1 takes the remaining elements; a
+      -1 there while the other sizes' product is 0, a negative size or
+      another number of elements fails a cf.assert).
       Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
       computed at run time when the axes are a run-time input); Slice and
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
-      steps or negative steps is a generic reading x[start + i * step]);
-      Transpose is linalg.transpose; Concat is tensor.concat; Expand,
-      Gather, Tile and Trilu are generics.
+      steps or negative steps is a generic reading x[start + i * step];
+      a run-time step of 0 or axis out of range fails a cf.assert, as do
+      Split sizes that are negative or do not sum to the dim, and an equal
+      split whose last part would be negative);
+      Transpose is linalg.transpose; Concat is tensor.concat (operand dims
+      other than the axis that may differ at run time fail a cf.assert, as
+      do MatMul and Gemm contraction dims); Expand, Gather, Tile and Trilu
+      are generics (negative run-time sizes of ConstantOfShape, Expand and
+      Tile fail a cf.assert). Gather indices outside [-n, n-1] fail a
+      cf.assert naming the node (indices read at run time: one AND
+      reduction over them; constant ones against a dynamic dim: their
+      extremes; against a static dim: a compile error).
 
     Dynamic dimensions are taken with tensor.dim (or read from the shape
     operand); a dynamic dimension that broadcasts is taken to have the
@@ -202,6 +223,14 @@ def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
     the run had allocated are not freed on that path. A `cf.assert` inside
     a region (an OpenMP parallel loop) stays as it is (message, abort()):
     unwinding a worker thread is not possible.
+
+    Likewise every `malloc` / `aligned_alloc` call at the top level (the
+    buffers of the host code, after `finalize-memref-to-llvm`) is followed
+    by a check that it returned non-NULL or was asked for 0 bytes; else a
+    call of `gatec_alloc_failed(message)` (naming the node the buffer is
+    for) ends the run the same way, and the wrapper's `run` returns 2,
+    which the runtime reports as GATEC_STATUS_OUT_OF_MEMORY. Allocations
+    inside a region (per-thread scratch) are not checked.
   }];
   let dependentDialects = [
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

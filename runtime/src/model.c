@@ -678,6 +678,12 @@ static gatec_status *run_ordered(gatec_model *m,
                          m->path, a.bad_align);
     goto done;
   }
+  if (rc == 2) { /* an allocation inside the model failed */
+    st = gatec_rt_status(GATEC_STATUS_OUT_OF_MEMORY,
+                         "out of memory in model '%s'%s%s", m->path,
+                         err[0] ? ": " : "", err);
+    goto done;
+  }
   if (rc != 0) {
     if (err[0])
       st = gatec_rt_status(GATEC_STATUS_MODEL_ERROR, "model '%s' failed: %s",

@@ -20,6 +20,7 @@
    error. */
 static _Thread_local jmp_buf *gatec_check_env;
 static _Thread_local const char *gatec_check_msg;
+static _Thread_local int gatec_check_oom; /* the failure is a malloc's */
 __attribute__((visibility("hidden"), noreturn)) void
 gatec_check_failed(const char *msg) {
   gatec_check_msg = msg;
@@ -27,6 +28,14 @@ gatec_check_failed(const char *msg) {
     longjmp(*gatec_check_env, 1);
   fprintf(stderr, "%s\n", msg);
   abort();
+}
+
+/* A malloc of the model's host code returned NULL: the run ends as above,
+   and gatec_run returns 2 (out of memory). */
+__attribute__((visibility("hidden"), noreturn)) void
+gatec_alloc_failed(const char *msg) {
+  gatec_check_oom = 1;
+  gatec_check_failed(msg);
 }
 
 /* f32 to bf16, rounded to nearest even, NaN to the quiet NaN 0x7FC0 (as

@@ -9,6 +9,8 @@
 #include "passes/common/Broadcast.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -401,6 +403,33 @@ Value Lowerer::reduce(
   return g.getResult(0);
 }
 
+void Lowerer::checkAll(Value t,
+                       function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
+                       const Twine &message) {
+  RankedTensorType tt = typeOf(t);
+  Value all;
+  if (tt.hasStaticShape() && tt.getNumElements() == 1) {
+    all = ok(b, tensor::ExtractOp::create(
+                    b, t, SmallVector<Value>(tt.getRank(), cidx(b, 0))));
+  } else {
+    int64_t r = tt.getRank();
+    auto flagType = RankedTensorType::get({}, b.getI1Type());
+    Value init = filled(flagType, {}, b.getBoolAttr(true));
+    SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(r),
+                                AffineMap::get(r, 0, {}, b.getContext())};
+    SmallVector<IteratorType> it(r, IteratorType::reduction);
+    auto g = linalg::GenericOp::create(
+        b, TypeRange{flagType}, ValueRange{t}, ValueRange{init}, maps, it,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          linalg::YieldOp::create(
+              ib, arith::AndIOp::create(ib, a[1], ok(ib, a[0])).getResult());
+        });
+    all = tensor::ExtractOp::create(b, g.getResult(0), ValueRange{});
+  }
+  cf::AssertOp::create(b, all, message.str());
+}
+
 Value Lowerer::countOf(Value x, ArrayRef<int64_t> axes, Type t) {
   OpFoldResult n = idx(1);
   for (int64_t a : axes)
@@ -516,8 +545,27 @@ Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank) {
                                  arith::AddIOp::create(b, a, cidx(b, rank)), a);
 }
 
+std::string axisOutOfRange(Operation *op) {
+  return "gatec: an axis out of range in " + describeOp(op->getLoc()) + " (" +
+         op->getName().stripDialect().str() + ")";
+}
+
 SmallVector<Value> axisFlags(Lowerer &l, Value axes, int64_t rank) {
   ImplicitLocOpBuilder &b = l.b;
+  // An axis outside [-rank, rank - 1] would name no dim (onnxruntime fails
+  // the run): checked once over the axes.
+  l.checkAll(
+      axes,
+      [&](ImplicitLocOpBuilder &ib, Value a) -> Value {
+        Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), a);
+        return arith::AndIOp::create(
+            ib,
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, v,
+                                  cidx(ib, -rank)),
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, v,
+                                  cidx(ib, rank)));
+      },
+      axisOutOfRange(l.op));
   SmallVector<Value> init(rank, scalar(b, b.getI1Type(), 0));
   auto loop = scf::ForOp::create(
       b, cidx(b, 0), l.val(l.dim(axes, 0)), cidx(b, 1), init,

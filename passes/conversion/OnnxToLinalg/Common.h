@@ -187,6 +187,15 @@ struct Lowerer {
          function_ref<Value(ImplicitLocOpBuilder &, Value, Value, ValueRange)>
              step);
 
+  /// A run-time check of the data (not of the sizes): that `ok` (an i1 of
+  /// an element) holds for every element of `t`, as one cf.assert with
+  /// `message` at the op's position (--lower-run-time-checks makes it the
+  /// run's error). The elements are read with tensor.extract when `t` has
+  /// one, else AND-reduced into a rank-0 tensor by one linalg.generic: a
+  /// compare and a branch per run, a pass over `t` (indices, divisors).
+  void checkAll(Value t, function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
+                const Twine &message);
+
   /// The number of elements of `x` over `axes`, as a scalar of float type t.
   Value countOf(Value x, ArrayRef<int64_t> axes, Type t);
 
@@ -228,8 +237,12 @@ Value indexAt(ImplicitLocOpBuilder &b, Value t, Value i);
 /// `a` (an index) counted from the front of a rank-`rank` tensor.
 Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank);
 
+/// The message of a run-time check that an axis is in range, naming `op`.
+std::string axisOutOfRange(Operation *op);
+
 /// For each dim of a rank-`rank` tensor, whether the 1-D axes tensor
-/// `axes` (read at run time, negative axes from the end) names it.
+/// `axes` (read at run time, negative axes from the end) names it; axes
+/// outside [-rank, rank - 1] fail a run-time check naming the op.
 SmallVector<Value> axisFlags(Lowerer &l, Value axes, int64_t rank);
 
 /// The sizes of the `n` dims of `dims` that are not flagged, in order

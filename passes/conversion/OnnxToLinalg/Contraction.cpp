@@ -106,6 +106,10 @@ LogicalResult lower(onnx::MatMulOp op, Lowerer &l) {
     sizes.push_back(l.dim(a, ra - 2));
   if (!bVec)
     sizes.push_back(l.dim(bm, rb - 1));
+  // The contraction dims must agree (a cf.assert unless provable): else the
+  // loop over A's reads B out of bounds.
+  common::checkEqualDim(l.b, l.b.getLoc(), bm, bVec ? 0 : rb - 2,
+                        l.dim(a, ra - 1));
   // Batch dims that may be 1 while the result's is not: broadcast at run
   // time (the matrix dims, -1, are not broadcast).
   auto batchOutDims = [&](int64_t rank, int64_t n) {
@@ -143,6 +147,8 @@ LogicalResult lower(onnx::GemmOp op, Lowerer &l) {
   AffineMap bmap =
       AffineMap::get(3, 0, tb ? ArrayRef{n, k} : ArrayRef{k, n}, ctx);
   SmallVector<OpFoldResult> sizes{l.dim(a, ta ? 1 : 0), l.dim(bm, tb ? 0 : 1)};
+  common::checkEqualDim(l.b, l.b.getLoc(), bm, tb ? 1 : 0,
+                        l.dim(a, ta ? 0 : 1));
   Value ab =
       contract(l, rt, l.sizesOf(rt, sizes), {a, bm}, {am, bmap}, 3, true);
   double alpha = op.getAlpha().convertToDouble(),

@@ -9,10 +9,13 @@
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
+#include "passes/common/Broadcast.h"
+
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include <cmath>
 
 namespace gatec::conversion::onnx_to_linalg {
 
@@ -50,6 +53,36 @@ LogicalResult lower(onnx::SizeOp op, Lowerer &l) {
   return l.done(tensor::FromElementsOp::create(l.b, l.resultType(), n));
 }
 
+/// A cf.assert that the sizes `sizes` of a result, dim d read from element
+/// `first + d` of the ONNX shape-like operand `shape` (ConstantOfShape's
+/// shape, Expand's shape, Tile's repeats), are not negative: onnxruntime
+/// refuses negative ones, and two of them would make a buffer of positive
+/// size. Dims whose element is a constant >= 0 or a tensor's dim (Shape
+/// chains) are not checked.
+void checkSizesNonNegative(Lowerer &l, Operation *op, Value shape,
+                           int64_t first, ArrayRef<OpFoldResult> sizes) {
+  auto known = onnx::getShapeDims(shape);
+  Value ok;
+  for (auto [d, size] : llvm::enumerate(sizes)) {
+    if (getConstantIntValue(size))
+      continue;
+    int64_t k = first + (int64_t)d;
+    if (k < 0) // not read from the operand (Expand: x's own dim)
+      continue;
+    if (known && k < (int64_t)known->size() &&
+        (((*known)[k].value && *(*known)[k].value >= 0) || (*known)[k].src))
+      continue;
+    Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                         l.val(size), cidx(l.b, 0));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+  }
+  if (ok)
+    cf::AssertOp::create(l.b, ok,
+                         "gatec: a negative size in " +
+                             describeOp(op->getLoc()) + " (" +
+                             op->getName().stripDialect().str() + ")");
+}
+
 LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
   RankedTensorType rt = l.resultType();
   TypedAttr v = scalarAttr(l.b, rt.getElementType(), 0);
@@ -65,6 +98,7 @@ LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l) {
   for (int64_t i = 0; i < rt.getRank(); ++i)
     sizes.push_back(rt.isDynamicDim(i) ? l.elementIndex(l.in[0], i)
                                        : l.idx(rt.getDimSize(i)));
+  checkSizesNonNegative(l, op, op.getInput(), 0, sizes);
   return l.done(l.filled(rt, sizes, v));
 }
 
@@ -97,18 +131,75 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   ImplicitLocOpBuilder &b = l.b;
   Value start = l.element(l.in[0], 0), limit = l.element(l.in[1], 0),
         delta = l.element(l.in[2], 0);
+  // A delta of 0 read at run time, which onnxruntime refuses, is checked
+  // (a constant one is an error).
+  using P = arith::CmpIPredicate;
+  std::string where = " in " + describeOp(op->getLoc()) + " (Range)";
+  auto deltas = onnx::getConstantDoubles(op.getDelta());
+  if (deltas && deltas->size() == 1 && (*deltas)[0] == 0)
+    return l.fail("a delta of 0");
+  if (!deltas || deltas->size() != 1) {
+    Value isZero =
+        isFloat(e)
+            ? (Value)arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                           convert(b, delta, b.getF64Type()),
+                                           scalar(b, b.getF64Type(), 0))
+            : (Value)arith::CmpIOp::create(
+                  b, P::eq, toSignless(b, delta),
+                  scalar(b, toSignless(b, delta).getType(), 0));
+    cf::AssertOp::create(
+        b, arith::XOrIOp::create(b, isZero, scalar(b, b.getI1Type(), 1)),
+        "gatec: a delta of 0" + where);
+  }
   // n = max(ceil((limit - start) / delta), 0), the quotient in f64 as
-  // onnxruntime computes it.
+  // onnxruntime computes it, integers in i128 (exact: no overflow of
+  // limit - start, no trap). Unless the Range runs over a tensor's dim
+  // (below), a count that is not finite or whose buffer would exceed 2^47
+  // bytes (what x86-64 can address) is the run's error: onnxruntime fails
+  // the run there too.
+  Value dim = rangeOverDim(op, l);
+  int64_t bytes = std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+  int64_t most = (int64_t(1) << 47) / bytes;
+  std::string tooMany = "gatec: a Range whose number of elements is not "
+                        "finite or needs a buffer over 2^47 bytes" +
+                        where;
   Value n;
   if (isFloat(e)) {
     Type f64 = b.getF64Type();
     Value d = convert(b, arith::SubFOp::create(b, limit, start), f64);
-    Value q = arith::DivFOp::create(b, d, convert(b, delta, f64));
-    n = arith::FPToSIOp::create(b, b.getI64Type(), math::CeilOp::create(b, q));
-  } else {
+    Value q = math::CeilOp::create(
+        b, arith::DivFOp::create(b, d, convert(b, delta, f64)));
+    if (!dim) {
+      Value ok = arith::AndIOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, q,
+                                scalar(b, f64, (double)most)),
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, q,
+                                scalar(b, f64, -INFINITY)));
+      cf::AssertOp::create(b, ok, tooMany);
+      q = arith::SelectOp::create(b, ok, q, scalar(b, f64, 0)); // NaN, inf
+      q = arith::MaximumFOp::create(b, q, scalar(b, f64, 0));
+    }
+    n = arith::FPToSIOp::create(b, b.getI64Type(), q);
+  } else if (dim) {
     Value q = arith::CeilDivSIOp::create(
         b, arith::SubIOp::create(b, limit, start), delta);
     n = convert(b, q, b.getI64Type());
+  } else {
+    Type i128 = b.getIntegerType(128);
+    auto wide = [&](Value v) { return convert(b, v, i128); };
+    Value dw = wide(delta);
+    Value safe = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, P::eq, dw, scalar(b, i128, 0)),
+        scalar(b, i128, 1), dw);
+    Value q = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, wide(limit), wide(start)), safe);
+    Value ok = arith::CmpIOp::create(b, P::sle, q, scalar(b, i128, most));
+    cf::AssertOp::create(b, ok, tooMany);
+    q = arith::MaxSIOp::create(
+        b, arith::SelectOp::create(b, ok, q, scalar(b, i128, 0)),
+        scalar(b, i128, 0));
+    n = arith::TruncIOp::create(b, b.getI64Type(), q);
   }
   n = arith::MaxSIOp::create(b, n, scalar(b, b.getI64Type(), 0));
   OpFoldResult size = OpFoldResult(
@@ -116,7 +207,7 @@ LogicalResult lower(onnx::RangeOp op, Lowerer &l) {
   // Range(0, n, 1) over a tensor's dynamic dim n (positions 0..T-1, as
   // exporters write them): its size is that dim, checked equal here once,
   // so that what it broadcasts against is provably the same size.
-  if (Value dim = rangeOverDim(op, l)) {
+  if (dim) {
     cf::AssertOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, dim, l.val(size)),
         "gatec: a Range over a dim of a tensor has another length (" +
@@ -196,6 +287,32 @@ SmallVector<OpFoldResult> reshapeSizes(onnx::ReshapeOp op, Lowerer &l) {
     if (!rest[i])
       prod = l.mul(prod, unknown[i] ? select(isMinusOne(v[i]), l.idx(1), v[i])
                                     : v[i]);
+  // The -1 is numel / prod. A prod of 0 (a 0-sized dim among the others,
+  // e.g. a sequence of length 0) leaves it undefined: onnxruntime fails the
+  // run if the shape holds a -1, so does this check; without one, `total`
+  // is not used, and the division goes through a divisor of 1 (no trap).
+  if (!getConstantIntValue(prod)) {
+    Value zero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l.val(prod),
+                                       l.val(l.idx(0)));
+    Value minusOne;
+    for (int64_t i = 0; i < r; ++i) {
+      if (!rest[i] && !unknown[i])
+        continue;
+      Value m = rest[i] ? scalar(b, b.getI1Type(), 1) : isMinusOne(v[i]);
+      minusOne = minusOne ? arith::OrIOp::create(b, minusOne, m) : m;
+    }
+    if (minusOne)
+      cf::AssertOp::create(
+          b,
+          arith::XOrIOp::create(b, arith::AndIOp::create(b, zero, minusOne),
+                                scalar(b, b.getI1Type(), 1)),
+          "gatec: a Reshape to a shape with -1 where the other sizes' "
+          "product is 0 in " +
+              describeOp(op->getLoc()) + " (Reshape)");
+    prod = select(zero, l.idx(1), prod);
+  } else if (*getConstantIntValue(prod) == 0) {
+    prod = l.idx(1);
+  }
   OpFoldResult total = l.divTrunc(l.numel(x), prod);
   for (int64_t i = 0; i < r; ++i) {
     if (rest[i])
@@ -323,7 +440,35 @@ LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
       return l.done(tensor::ExpandShapeOp::create(
           l.b, rt, x, *groups, expandSizes(l, x, rt, *groups)));
   }
-  return l.done(l.reshapeDynamic(x, rt, reshapeSizes(op, l)));
+  SmallVector<OpFoldResult> sizes = reshapeSizes(op, l);
+  // A shape of another number of elements (two -1s, a wrong size) or with
+  // a negative size other than -1, which onnxruntime refuses, would read x
+  // out of bounds: checked where not constant.
+  OpFoldResult n = l.idx(1);
+  Value ok;
+  for (OpFoldResult v : sizes) {
+    n = l.mul(n, v);
+    if (getConstantIntValue(v))
+      continue;
+    Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                         l.val(v), cidx(l.b, 0));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+  }
+  OpFoldResult numel = l.numel(x);
+  auto cn = getConstantIntValue(n), cx = getConstantIntValue(numel);
+  if (!cn || !cx) {
+    Value same = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq, l.val(n),
+                                       l.val(numel));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, same) : same;
+  } else if (*cn != *cx) {
+    return l.fail("a shape of " + Twine(*cn) + " elements for " + Twine(*cx));
+  }
+  if (ok)
+    cf::AssertOp::create(l.b, ok,
+                         "gatec: a Reshape to a shape of another number of "
+                         "elements or with a negative size in " +
+                             describeOp(op->getLoc()) + " (Reshape)");
+  return l.done(l.reshapeDynamic(x, rt, sizes));
 }
 
 LogicalResult lower(onnx::FlattenOp op, Lowerer &l) {
@@ -447,6 +592,28 @@ LogicalResult lower(onnx::ConcatOp op, Lowerer &l) {
   auto axis = normAxis((int64_t)op.getAxis(), rt.getRank());
   if (!axis)
     return l.fail("axis out of range");
+  // The operands' other dims must agree (onnxruntime fails the run
+  // otherwise; tensor.concat would write out of bounds): checked at run time
+  // where they are not provably equal.
+  for (int64_t d = 0; d < rt.getRank(); ++d) {
+    if (d == *axis)
+      continue;
+    Value ref = l.in[0];
+    for (Value v : l.in)
+      if (!l.typeOf(v).isDynamicDim(d))
+        ref = v;
+    OpFoldResult size = l.dim(ref, d);
+    for (Value v : l.in) {
+      if (v == ref || common::provablySameSize(v, d, size))
+        continue;
+      cf::AssertOp::create(
+          l.b,
+          arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                l.val(l.dim(v, d)), l.val(size)),
+          "gatec: run-time sizes that differ in dim " + std::to_string(d) +
+              " of the operands of " + describeOp(op->getLoc()) + " (Concat)");
+    }
+  }
   SmallVector<Value> ins; // operands empty along the axis add nothing
   for (Value v : l.in)
     if (l.typeOf(v).getDimSize(*axis) != 0)
@@ -507,11 +674,31 @@ LogicalResult lowerSliceGeneral(onnx::SliceOp op, Lowerer &l) {
     end.push_back(dims[d]);
     step.push_back(cidx(b, 1));
   }
+  // Axes and steps read at run time are checked (onnxruntime fails the run
+  // on either): an axis outside [-r, r-1] would name no dim, a step of 0
+  // divide by 0. Constant ones were checked by the verifier.
+  std::string where = " in " + describeOp(op->getLoc()) + " (Slice)";
+  bool runTimeAxes = l.in[3] && !onnx::getConstantInts(op.getAxes());
+  bool runTimeSteps = l.in[4] && !onnx::getConstantInts(op.getSteps());
   for (int64_t i = 0; i < n; ++i) {
     Value ci = cidx(b, i);
     Value a = l.in[3] ? normAxisValue(b, indexAt(b, l.in[3], ci), r) : ci;
+    if (runTimeAxes)
+      cf::AssertOp::create(b,
+                           arith::AndIOp::create(
+                               b,
+                               arith::CmpIOp::create(b, P::sge, a, cidx(b, 0)),
+                               arith::CmpIOp::create(b, P::slt, a, cidx(b, r))),
+                           "gatec: a Slice axis out of range" + where);
     Value si = indexAt(b, l.in[1], ci), ei = indexAt(b, l.in[2], ci);
     Value pi = l.in[4] ? indexAt(b, l.in[4], ci) : cidx(b, 1);
+    if (runTimeSteps) {
+      Value isZero = arith::CmpIOp::create(b, P::eq, pi, cidx(b, 0));
+      cf::AssertOp::create(
+          b, arith::XOrIOp::create(b, isZero, scalar(b, b.getI1Type(), 1)),
+          "gatec: a Slice step of 0" + where);
+      pi = arith::SelectOp::create(b, isZero, cidx(b, 1), pi); // no trap
+    }
     for (int64_t d = 0; d < r; ++d) {
       Value is = arith::CmpIOp::create(b, P::eq, a, cidx(b, d));
       start[d] = arith::SelectOp::create(b, is, si, start[d]);
@@ -612,10 +799,53 @@ LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
       return l.fail("a run-time split of another length than the outputs");
     for (int64_t i = 0; i < n; ++i) // sizes read at run time if need be
       parts.push_back(split ? l.idx((*split)[i]) : l.elementIndex(l.in[1], i));
+    // Sizes that are negative or do not sum to the dim (onnxruntime fails
+    // the run) would slice out of bounds: checked where not constant.
+    OpFoldResult sum = l.idx(0);
+    Value ok;
+    for (OpFoldResult p : parts) {
+      sum = l.add(sum, p);
+      if (getConstantIntValue(p))
+        continue;
+      Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                           l.val(p), cidx(l.b, 0));
+      ok = ok ? (Value)arith::AndIOp::create(l.b, ok, nonNeg) : nonNeg;
+    }
+    auto cs = getConstantIntValue(sum), cd = getConstantIntValue(d);
+    if (cs && cd && *cs != *cd)
+      return l.fail("split sizes that sum to " + Twine(*cs) + ", not to the " +
+                    "dim's " + Twine(*cd));
+    if (!cs || !cd) {
+      Value eq = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                       l.val(sum), l.val(d));
+      ok = ok ? (Value)arith::AndIOp::create(l.b, ok, eq) : eq;
+    }
+    if (ok)
+      cf::AssertOp::create(l.b, ok,
+                           "gatec: Split sizes that are negative or do not "
+                           "sum to dim " +
+                               std::to_string(axis) + " in " +
+                               describeOp(op->getLoc()) + " (Split)");
   } else { // equal parts of ceil(d / n), the last one smaller
     OpFoldResult chunk = l.ceilDiv(d, l.idx(n));
     for (int64_t i = 0; i < n; ++i)
       parts.push_back(i + 1 < n ? chunk : l.sub(d, l.mul(chunk, l.idx(n - 1))));
+    // ... but not negative (d = 5 in 4 parts: 2, 2, 2, -1), which
+    // onnxruntime refuses.
+    if (auto c = getConstantIntValue(parts.back())) {
+      if (*c < 0)
+        return l.fail("a dim split in " + Twine(n) +
+                      " parts of ceil(d / n) leaves a negative last part");
+    } else if (n > 1) {
+      cf::AssertOp::create(
+          l.b,
+          arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
+                                l.val(parts.back()), cidx(l.b, 0)),
+          "gatec: a Split of dim " + std::to_string(axis) + " in " +
+              std::to_string(n) + " parts of ceil(d / " + std::to_string(n) +
+              ") leaves a negative last part in " + describeOp(op->getLoc()) +
+              " (Split)");
+    }
   }
   SmallVector<OpFoldResult> offsets(r, l.idx(0)), sizes = l.dims(x),
                                                   strides(r, l.idx(1));
@@ -656,6 +886,7 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
       s = l.unlessOne(s, l.dim(x, d - (r - rx)));
     sizes.push_back(s);
   }
+  checkSizesNonNegative(l, op, op.getShape(), m - r, sizes);
   Value xb = l.broadcastOperand(x, rt, sizes);
   return l.done(
       l.generic(rt, sizes, {xb}, {l.broadcastMap(l.typeOf(x), rt.getShape())},
@@ -672,6 +903,53 @@ Value gatherIndex(ImplicitLocOpBuilder &b, Value i, Value size) {
   return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, size), i);
 }
 
+/// ONNX Gather's indices must lie in [-n, n-1] for the data's dim n along
+/// the axis (negative ones count from the end); outside that onnxruntime
+/// fails the run, and reading there would be out of bounds. Constant
+/// indices against a static dim are checked here (a compile error); against
+/// a dynamic dim, their extremes are checked once at run time; indices read
+/// at run time (token ids into an embedding) are all checked at run time.
+/// A failed run-time check is the run's error, naming the node.
+LogicalResult checkGatherIndices(onnx::GatherOp op, Lowerer &l, int64_t axis,
+                                 Value axisDim) {
+  ImplicitLocOpBuilder &b = l.b;
+  int64_t n = l.typeOf(l.in[0]).getDimSize(axis);
+  std::string message = "gatec: an index out of range of data dim " +
+                        std::to_string(axis) + " in " +
+                        describeOp(op->getLoc()) + " (Gather)";
+  using P = arith::CmpIPredicate;
+  if (auto c = onnx::getConstantInts(op.getIndices())) {
+    if (c->empty())
+      return success();
+    int64_t lo = *llvm::min_element(*c), hi = *llvm::max_element(*c);
+    if (!ShapedType::isDynamic(n)) {
+      if (lo < -n || hi >= n)
+        return l.fail("an index out of range of data dim " + Twine(axis) +
+                      " (" + Twine(lo < -n ? lo : hi) + " not in [" +
+                      Twine(-n) + ", " + Twine(n - 1) + "])");
+      return success();
+    }
+    // hi < n and -n <= lo, as n > max(hi, -lo - 1).
+    int64_t need = std::max(hi, -lo - 1);
+    if (need < 0)
+      return success();
+    cf::AssertOp::create(
+        b, arith::CmpIOp::create(b, P::sgt, axisDim, cidx(b, need)), message);
+    return success();
+  }
+  l.checkAll(
+      l.in[1],
+      [&](ImplicitLocOpBuilder &ib, Value i) -> Value {
+        Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), i);
+        Value neg = arith::SubIOp::create(ib, cidx(ib, 0), axisDim);
+        return arith::AndIOp::create(
+            ib, arith::CmpIOp::create(ib, P::sge, v, neg),
+            arith::CmpIOp::create(ib, P::slt, v, axisDim));
+      },
+      message);
+  return success();
+}
+
 } // namespace
 
 LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
@@ -683,6 +961,8 @@ LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
   int64_t axis = *ax;
   RankedTensorType rt = l.resultType();
   Value axisDim = l.val(l.dim(data, axis));
+  if (failed(checkGatherIndices(op, l, axis, axisDim)))
+    return failure();
   if (r == 1 && q == 0) { // one element of a vector (of a shape, mostly)
     Value i = gatherIndex(l.b, l.element(indices, 0), axisDim);
     Value v = tensor::ExtractOp::create(l.b, data, i);
@@ -723,6 +1003,7 @@ LogicalResult lower(onnx::TileOp op, Lowerer &l) {
                         ? l.mul(l.dim(x, d), l.elementIndex(l.in[1], d))
                         : l.idx(rt.getDimSize(d)));
   }
+  checkSizesNonNegative(l, op, op.getRepeats(), 0, sizes);
   return l.done(
       l.generic(rt, sizes, {}, {}, [&](ImplicitLocOpBuilder &b, ValueRange) {
         SmallVector<Value> at;

@@ -9,6 +9,7 @@
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "dialects/onnx/NodeLocation.h"
 #include "passes/common/Activations.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
@@ -224,8 +225,67 @@ LogicalResult lowerUnary(Operation *op, Lowerer &l) {
       }));
 }
 
+/// Integer Div. ONNX leaves a division by zero undefined and x86 traps on
+/// it (SIGFPE), as on INT_MIN / -1: a divisor read at run time is checked
+/// (a run-time error naming the node if any element is 0) and divided
+/// through a safe copy (0 and -1 replaced by 1, so no element can trap
+/// whatever path the check takes); x / -1 is the wrapping negation (INT_MIN
+/// / -1 = INT_MIN, as numpy). A constant divisor holding 0 is a compile
+/// error; one without 0 or -1 divides as it is (no check).
+static LogicalResult lowerIntDiv(Lowerer &l) {
+  RankedTensorType t = l.resultType();
+  Type e = t.getElementType();
+  bool u = isUnsignedInt(e);
+  bool minusOne = !u, zero = true;
+  if (auto c = onnx::getConstantInts(l.op->getOperand(1))) {
+    if (llvm::is_contained(*c, 0))
+      return l.fail("integer division by zero (a constant divisor of 0)");
+    zero = false;
+    minusOne = !u && llvm::is_contained(*c, -1);
+  }
+  if (zero)
+    l.checkAll(
+        l.in[1],
+        [&](ImplicitLocOpBuilder &b, Value y) -> Value {
+          y = toSignless(b, y);
+          return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, y,
+                                       scalar(b, y.getType(), 0));
+        },
+        "gatec: integer division by zero in " + describeOp(l.op->getLoc()) +
+            " (Div)");
+  return l.done(l.elementwise(
+      t, {l.in[0], l.in[1]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+        Value x = toSignless(b, a[0]), y = toSignless(b, a[1]);
+        if (!zero && !minusOne)
+          return castScalar(b,
+                            u ? (Value)arith::DivUIOp::create(b, x, y)
+                              : (Value)arith::DivSIOp::create(b, x, y),
+                            e);
+        Type it = x.getType();
+        using P = arith::CmpIPredicate;
+        Value one = scalar(b, it, 1);
+        Value bad =
+            zero ? (Value)arith::CmpIOp::create(b, P::eq, y, scalar(b, it, 0))
+                 : Value();
+        Value neg1;
+        if (minusOne) {
+          neg1 = arith::CmpIOp::create(b, P::eq, y, scalar(b, it, -1));
+          bad = bad ? (Value)arith::OrIOp::create(b, bad, neg1) : neg1;
+        }
+        Value safe = arith::SelectOp::create(b, bad, one, y);
+        Value q = u ? (Value)arith::DivUIOp::create(b, x, safe)
+                    : (Value)arith::DivSIOp::create(b, x, safe);
+        if (minusOne)
+          q = arith::SelectOp::create(
+              b, neg1, arith::SubIOp::create(b, scalar(b, it, 0), x), q);
+        return castScalar(b, q, e);
+      }));
+}
+
 LogicalResult lowerBinary(Operation *op, Lowerer &l) {
   RankedTensorType t = l.resultType();
+  if (isa<onnx::DivOp>(op) && !isFloat(t.getElementType()))
+    return lowerIntDiv(l);
   SmallVector<Value> ins(l.in);
   return l.done(
       l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {

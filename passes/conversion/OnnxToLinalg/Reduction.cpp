@@ -8,6 +8,7 @@
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -59,7 +60,11 @@ Value reduceStep(Operation *op, ImplicitLocOpBuilder &b, Value acc0, Value v0) {
 }
 
 /// The final value of a Reduce* op from its accumulator: the mean divides
-/// by the count `n` (of the accumulator's type), L2 takes the root.
+/// by the count `n` (of the accumulator's type), L2 takes the root. ONNX
+/// leaves the mean of no elements undefined (numpy: NaN); gatec gives 0,
+/// as onnxruntime does for floats and integers: its callers pass
+/// max(count, 1), so the sum 0 is divided by 1 (an integer mean divided by
+/// 0 died with SIGFPE, a float one gave NaN).
 Value reduceFinish(Operation *op, ImplicitLocOpBuilder &b, Value v, Value n) {
   Type t = v.getType();
   if (isa<onnx::ReduceMeanOp>(op)) {
@@ -123,9 +128,12 @@ template <typename OpT> LogicalResult lowerReduceDynamic(OpT op, Lowerer &l) {
     count = arith::MulIOp::create(b, count, ext[d]);
     keptShape.push_back(xt.getDimSize(d) == 1 ? 1 : ShapedType::kDynamic);
   }
-  Value cnt;
+  Value cnt; // at least 1: the mean of no elements is 0 (see reduceFinish)
   if (isa<onnx::ReduceMeanOp>(o))
-    cnt = convert(b, arith::IndexCastOp::create(b, b.getI64Type(), count), acc);
+    cnt = convert(b,
+                  arith::IndexCastOp::create(
+                      b, b.getI64Type(), arith::MaxUIOp::create(b, count, one)),
+                  acc);
   TypedAttr initAttr = reduceInit(o, b, acc);
   auto keptT = RankedTensorType::get(keptShape, e);
   Value red = l.generic(
@@ -185,7 +193,19 @@ template <typename OpT> LogicalResult lowerReduce(OpT op, Lowerer &l) {
                  return reduceStep(o, b, a, convert(b, v, acc));
                });
   // Mean divides by the count, L2 takes the root; back to the element type.
-  Value n = mean ? l.countOf(x, *axes, acc) : Value();
+  Value n;
+  if (mean) { // at least 1: the mean of no elements is 0 (see reduceFinish)
+    OpFoldResult c = l.idx(1);
+    for (int64_t a : *axes)
+      c = l.mul(c, l.dim(x, a));
+    c = l.max(c, l.idx(1));
+    if (auto k = getConstantIntValue(c))
+      n = scalar(l.b, acc, (double)*k);
+    else
+      n = convert(l.b,
+                  arith::IndexCastOp::create(l.b, l.b.getI64Type(), l.val(c)),
+                  acc);
+  }
   auto redT = l.typeOf(red).clone(e);
   red = l.elementwise(redT, {red}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
     return convert(b, reduceFinish(o, b, a[0], n), e);
@@ -255,8 +275,18 @@ LogicalResult lower(onnx::CumSumOp op, Lowerer &l) {
   ImplicitLocOpBuilder &b = l.b;
   Value a =
       arith::IndexCastOp::create(b, b.getIndexType(), l.element(l.in[1], 0));
-  if (auto c = onnx::getConstantInts(op.getAxis()); c && !normAxis((*c)[0], r))
-    return l.fail("axis out of range");
+  if (auto c = onnx::getConstantInts(op.getAxis())) {
+    if (!normAxis((*c)[0], r))
+      return l.fail("axis out of range");
+  } else { // read at run time: checked (onnxruntime fails the run)
+    cf::AssertOp::create(
+        b,
+        arith::AndIOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, a, cidx(b, -r)),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, cidx(b, r))),
+        axisOutOfRange(op));
+  }
   Value zero = arith::ConstantIndexOp::create(b, 0),
         one = arith::ConstantIndexOp::create(b, 1);
   Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, zero);

@@ -87,7 +87,8 @@ typedef struct {
    *
    * Returns 0 on success. On failure returns non-zero and writes a
    * NUL-terminated message of at most err_len bytes (including the NUL) into
-   * err; buffers it got from alloc are reclaimed by the runtime.
+   * err; buffers it got from alloc are reclaimed by the runtime. 2 means an
+   * allocation of the model's own failed (out of memory).
    *
    * Must be reentrant: several threads may call run at once (on different
    * buffers), so a model keeps no mutable global state. */

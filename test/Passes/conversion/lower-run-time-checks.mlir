@@ -34,3 +34,34 @@ func.func @in_a_loop(%ok: i1) {
   }
   return
 }
+
+// -----
+
+// A malloc at the top level of a function: NULL for a size other than 0
+// calls gatec_alloc_failed with a message naming the node (the run's
+// out-of-memory error); one inside a region is left alone.
+// CHECK-DAG: llvm.mlir.global internal constant @gatec_check_msg_0("gatec: a buffer of node 'cat' could not be allocated\00")
+// CHECK-DAG: func.func private @gatec_alloc_failed(!llvm.ptr)
+// CHECK-LABEL: func.func @allocates
+// CHECK:   %[[P:.*]] = llvm.call @malloc(%[[N:.*]]) : (i64) -> !llvm.ptr
+// CHECK:   %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:   %[[ZERO:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK:   %[[GOT:.*]] = llvm.icmp "ne" %[[P]], %[[NULL]] : !llvm.ptr
+// CHECK:   %[[NONE:.*]] = llvm.icmp "eq" %[[N]], %[[ZERO]] : i64
+// CHECK:   %[[OK:.*]] = llvm.or %[[GOT]], %[[NONE]] : i1
+// CHECK:   cf.cond_br %[[OK]], ^[[OK:bb[0-9]+]], ^[[FAIL:bb[0-9]+]]
+// CHECK: ^[[FAIL]]:
+// CHECK:   call @gatec_alloc_failed
+// CHECK: ^[[OK]]:
+// CHECK:   scf.forall
+// CHECK:     llvm.call @malloc
+// CHECK-NOT: gatec_alloc_failed
+llvm.func @malloc(i64) -> !llvm.ptr
+func.func @allocates(%n: i64) -> !llvm.ptr {
+  %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr loc(#cat)
+  scf.forall (%i) in (4) {
+    %q = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+  }
+  return %p : !llvm.ptr
+}
+#cat = loc(fused<"Concat, opset 17">["cat"])
