@@ -191,18 +191,24 @@ using OptF = std::optional<double>;
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 
-OpFoldResult ShapeOp::fold(FoldAdaptor) {
-  auto dims = getPartialInts(getResult());
-  ShapedType rt = resultType(*this);
-  if (!dims || !rt)
+/// A shape vector (Shape, or Gather/Slice of one) whose elements are all
+/// static dims, as a constant of type rt.
+static OpFoldResult foldKnownShape(Value v, ShapedType rt) {
+  auto part = getPartialInts(v);
+  if (!rt || !rt.hasStaticShape() || !part ||
+      (int64_t)part->size() != rt.getNumElements())
     return {};
   SmallVector<int64_t> out;
-  for (auto d : *dims) {
+  for (auto d : *part) {
     if (!d)
       return {};
     out.push_back(*d);
   }
   return makeAttr(rt, out, {});
+}
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  return foldKnownShape(getResult(), resultType(*this));
 }
 
 OpFoldResult SizeOp::fold(FoldAdaptor) {
@@ -217,20 +223,8 @@ OpFoldResult GatherOp::fold(FoldAdaptor a) {
   if (!rt)
     return {};
   // Gather(Shape(x), i) where the gathered dimensions of x are static.
-  if (!a.getData() && getAxis() == 0) {
-    auto part = getPartialInts(getResult());
-    if (!part)
-      return {};
-    SmallVector<int64_t> out;
-    for (auto d : *part) {
-      if (!d)
-        return {};
-      out.push_back(*d);
-    }
-    if ((int64_t)out.size() != rt.getNumElements())
-      return {};
-    return makeAttr(rt, out, {});
-  }
+  if (!a.getData() && getAxis() == 0)
+    return foldKnownShape(getResult(), rt);
   auto data = read(a.getData());
   auto idx = read(a.getIndices());
   if (!data || !idx || idx->isFloat)
@@ -348,18 +342,8 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
   ShapedType rt = resultType(*this);
   // Slice(Shape(x), ...) where the sliced dimensions of x are static (the
   // head dim of a [B, H, T, D] tensor read for the attention scale).
-  if (rt && !a.getData()) {
-    auto part = getPartialInts(getResult());
-    if (!part || (int64_t)part->size() != rt.getNumElements())
-      return {};
-    SmallVector<int64_t> out;
-    for (auto d : *part) {
-      if (!d)
-        return {};
-      out.push_back(*d);
-    }
-    return makeAttr(rt, out, {});
-  }
+  if (rt && !a.getData())
+    return foldKnownShape(getResult(), rt);
   auto data = read(a.getData());
   auto starts = getConstantInts(getStarts()), ends = getConstantInts(getEnds());
   if (!rt || !data || !starts || !ends)
