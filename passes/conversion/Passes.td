@@ -105,7 +105,8 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       -1 there while the other sizes' product is 0, a negative size or
       another number of elements fails a cf.assert).
       Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
-      computed at run time when the axes are a run-time input); Slice and
+      computed at run time when the axes are a run-time input; a squeezed
+      dim that is not 1 at run time fails a cf.assert); Slice and
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
       steps or negative steps is a generic reading x[start + i * step];
       a run-time step of 0 or axis out of range fails a cf.assert, as do

@@ -585,6 +585,13 @@ LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l) {
   return l.done(l.insertUnitDims(l.in[0], rt, unit));
 }
 
+/// The message of the check that a dim Squeeze removes is 1 (onnxruntime
+/// fails the run otherwise; removing it would drop data).
+static std::string notOne(onnx::SqueezeOp op) {
+  return "gatec: a squeezed dim that is not 1 in " + describeOp(op->getLoc()) +
+         " (Squeeze)";
+}
+
 LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
   Value x = l.in[0];
   RankedTensorType xt = l.typeOf(x);
@@ -600,11 +607,33 @@ LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
       SmallVector<Value> flag = axisFlags(l, l.in[1], xt.getRank()), inDims;
       for (int64_t k = 0; k < xt.getRank(); ++k)
         inDims.push_back(l.val(l.dim(x, k)));
+      Value ok; // each named dim is 1
+      for (int64_t k = 0; k < xt.getRank(); ++k) {
+        if (xt.getDimSize(k) == 1)
+          continue;
+        Value one = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                          inDims[k], cidx(l.b, 1));
+        Value fine = arith::OrIOp::create(
+            l.b,
+            arith::XOrIOp::create(l.b, flag[k],
+                                  scalar(l.b, l.b.getI1Type(), 1)),
+            one);
+        ok = ok ? (Value)arith::AndIOp::create(l.b, ok, fine) : fine;
+      }
+      if (ok)
+        cf::AssertOp::create(l.b, ok, notOne(op));
       return l.done(
           reshapeTo(l, x, rt, keptSizes(l.b, flag, inDims, rt.getRank())));
     }
-    for (int64_t a : *axes)
+    for (int64_t a : *axes) {
       drop[a] = true;
+      if (xt.isDynamicDim(a)) // 1 at run time, or the data would be lost
+        cf::AssertOp::create(
+            l.b,
+            arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                  l.val(l.dim(x, a)), cidx(l.b, 1)),
+            notOne(op));
+    }
   } else {
     for (int64_t i = 0; i < xt.getRank(); ++i)
       drop[i] = xt.getDimSize(i) == 1;
