@@ -91,7 +91,9 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
     - Attention in the forms raising leaves (KV cache, softcap,
       qk_matmul_output, nonpad_kv_seqlen) is scores, bias, softmax and P V
       as the ONNX reference computes them (a fully masked row gives zeros);
-      RotaryEmbedding is one generic.
+      RotaryEmbedding is one generic (position ids outside the caches,
+      position_ids or caches of another [batch, sequence] than x, and
+      caches narrower than rotary_dim / 2 fail a cf.assert).
     - Shape, Size, Gather, Concat, Unsqueeze, Range, ConstantOfShape and
       Reshape also work on the i64 shape tensors that feed dynamic Reshapes.
       Range counts in f64 (floats) or i128 (integers, exact); a run-time
@@ -105,7 +107,8 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       -1 there while the other sizes' product is 0, a negative size or
       another number of elements fails a cf.assert).
       Flatten/Squeeze/Unsqueeze are collapses/expands (a reshape to sizes
-      computed at run time when the axes are a run-time input); Slice and
+      computed at run time when the axes are a run-time input; a squeezed
+      dim that is not 1 at run time fails a cf.assert); Slice and
       Split are tensor.extract_slice (Slice with run-time starts/ends/axes/
       steps or negative steps is a generic reading x[start + i * step];
       a run-time step of 0 or axis out of range fails a cf.assert, as do

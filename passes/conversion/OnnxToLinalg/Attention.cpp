@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
+#include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "passes/common/Broadcast.h"
+
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include <cmath>
 
@@ -41,6 +45,67 @@ LogicalResult lower(onnx::RotaryEmbeddingOp op, Lowerer &l) {
   Value half = arith::DivUIOp::create(b, rd, cidx(b, 2));
   bool inter = op.getInterleaved() != 0;
   Type e = rt.getElementType(), acc = accType(e);
+  // What the body reads must be in bounds (onnxruntime checks the same and
+  // fails the run): position_ids of x's [batch, sequence] with values in
+  // [0, cache rows), or caches of x's [batch, sequence]; cache rows of at
+  // least rotary_dim / 2. Checked at run time unless provable.
+  std::string where = " in " + describeOp(op->getLoc()) + " (RotaryEmbedding)";
+  auto same = [&](Value t, int64_t i, OpFoldResult size, Value &ok) {
+    if (common::provablySameSize(t, i, size))
+      return;
+    Value eq = arith::CmpIOp::create(b, P::eq, l.val(l.dim(t, i)), l.val(size));
+    ok = ok ? (Value)arith::AndIOp::create(b, ok, eq) : eq;
+  };
+  Value shapeOk, rowsOk;
+  OpFoldResult B = l.dim(x, 0), S = l.dim(x, r == 4 ? 2 : 1);
+  if (pos) {
+    same(pos, 0, B, shapeOk);
+    same(pos, 1, S, shapeOk);
+  } else {
+    for (Value c : {cosC, sinC}) {
+      same(c, 0, B, shapeOk);
+      same(c, 1, S, shapeOk);
+    }
+  }
+  if (shapeOk)
+    cf::AssertOp::create(b, shapeOk,
+                         (pos ? "gatec: position_ids of another shape than "
+                                "the input's [batch, sequence]"
+                              : "gatec: cos/sin caches of another shape than "
+                                "the input's [batch, sequence]") +
+                             where);
+  for (Value c : {cosC, sinC}) {
+    OpFoldResult w = l.dim(c, l.rankOf(c) - 1);
+    int64_t xd = l.typeOf(x).getDimSize(r - 1);
+    std::optional<int64_t> ch;
+    if (rdim > 0)
+      ch = rdim / 2;
+    else if (!ShapedType::isDynamic(xd))
+      ch = (r == 4 ? xd : xd / heads) / 2;
+    auto cw = getConstantIntValue(w);
+    if (cw && ch) {
+      if (*cw < *ch)
+        return l.fail("cos/sin caches narrower than rotary_dim / 2");
+      continue;
+    }
+    Value wide = arith::CmpIOp::create(b, P::uge, l.val(w), half);
+    rowsOk = rowsOk ? (Value)arith::AndIOp::create(b, rowsOk, wide) : wide;
+  }
+  if (rowsOk)
+    cf::AssertOp::create(b, rowsOk,
+                         "gatec: cos/sin caches narrower than rotary_dim / 2" +
+                             where);
+  if (pos) {
+    Value rows =
+        arith::MinUIOp::create(b, l.val(l.dim(cosC, 0)), l.val(l.dim(sinC, 0)));
+    l.checkAll(
+        pos,
+        [&](ImplicitLocOpBuilder &ib, Value p) -> Value {
+          Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), p);
+          return arith::CmpIOp::create(ib, P::ult, v, rows); // and >= 0
+        },
+        "gatec: a position id out of range of the cos/sin caches" + where);
+  }
   return l.done(
       l.elementwise(rt, {x}, [&](ImplicitLocOpBuilder &ib, ValueRange a) {
         SmallVector<Value> at;

@@ -53,18 +53,75 @@ LogicalResult lower(onnx::SizeOp op, Lowerer &l) {
   return l.done(tensor::FromElementsOp::create(l.b, l.resultType(), n));
 }
 
+/// Whether the lowered size `v` is a tensor's dim (or a constant >= 0)
+/// passed on through index casts and the elements of shape tensors
+/// (from_elements, extract_slice, concat, as the lowered Shape, Slice and
+/// Concat of a shape are).
+bool provablyNonNegative(Value v, int depth = 0) {
+  if (depth > 16)
+    return false;
+  if (auto c = getConstantIntValue(v))
+    return *c >= 0;
+  Operation *d = v.getDefiningOp();
+  if (!d)
+    return false;
+  if (isa<tensor::DimOp>(d))
+    return true;
+  if (auto cast = dyn_cast<arith::IndexCastOp>(d))
+    return provablyNonNegative(cast.getIn(), depth + 1);
+  if (auto sel = dyn_cast<arith::SelectOp>(d)) // Expand's unlessOne
+    return provablyNonNegative(sel.getTrueValue(), depth + 1) &&
+           provablyNonNegative(sel.getFalseValue(), depth + 1);
+  if (isa<arith::MulIOp>(d)) // Tile's dim * repeat
+    return provablyNonNegative(d->getOperand(0), depth + 1) &&
+           provablyNonNegative(d->getOperand(1), depth + 1);
+  auto extract = dyn_cast<tensor::ExtractOp>(d);
+  if (!extract || extract.getIndices().size() != 1)
+    return false;
+  auto at = getConstantIntValue(extract.getIndices()[0]);
+  if (!at)
+    return false;
+  // Element *at of the 1-D tensor t.
+  std::function<bool(Value, int64_t)> element = [&](Value t, int64_t i) {
+    Operation *p = t.getDefiningOp();
+    if (auto fe = dyn_cast_or_null<tensor::FromElementsOp>(p))
+      return i < (int64_t)fe.getElements().size() &&
+             provablyNonNegative(fe.getElements()[i], depth + 1);
+    if (auto sl = dyn_cast_or_null<tensor::ExtractSliceOp>(p)) {
+      if (sl.getSourceType().getRank() != 1 || sl.hasUnitStride() == false)
+        return false;
+      auto off = getConstantIntValue(sl.getMixedOffsets()[0]);
+      return off && element(sl.getSource(), *off + i);
+    }
+    if (auto cat = dyn_cast_or_null<tensor::ConcatOp>(p)) {
+      for (Value in : cat.getInputs()) {
+        int64_t n = cast<RankedTensorType>(in.getType()).getDimSize(0);
+        if (ShapedType::isDynamic(n))
+          return false;
+        if (i < n)
+          return element(in, i);
+        i -= n;
+      }
+    }
+    return false;
+  };
+  return element(extract.getTensor(), *at);
+}
+
 /// A cf.assert that the sizes `sizes` of a result, dim d read from element
 /// `first + d` of the ONNX shape-like operand `shape` (ConstantOfShape's
 /// shape, Expand's shape, Tile's repeats), are not negative: onnxruntime
 /// refuses negative ones, and two of them would make a buffer of positive
 /// size. Dims whose element is a constant >= 0 or a tensor's dim (Shape
-/// chains) are not checked.
+/// chains, seen through the onnx operand or provablyNonNegative) are
+/// not checked.
 void checkSizesNonNegative(Lowerer &l, Operation *op, Value shape,
                            int64_t first, ArrayRef<OpFoldResult> sizes) {
   auto known = onnx::getShapeDims(shape);
   Value ok;
   for (auto [d, size] : llvm::enumerate(sizes)) {
-    if (getConstantIntValue(size))
+    auto v = dyn_cast<Value>(size);
+    if (!v || provablyNonNegative(v))
       continue;
     int64_t k = first + (int64_t)d;
     if (k < 0) // not read from the operand (Expand: x's own dim)
@@ -448,7 +505,7 @@ LogicalResult lower(onnx::ReshapeOp op, Lowerer &l) {
   Value ok;
   for (OpFoldResult v : sizes) {
     n = l.mul(n, v);
-    if (getConstantIntValue(v))
+    if (getConstantIntValue(v) || provablyNonNegative(cast<Value>(v)))
       continue;
     Value nonNeg = arith::CmpIOp::create(l.b, arith::CmpIPredicate::sge,
                                          l.val(v), cidx(l.b, 0));
@@ -538,6 +595,13 @@ LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l) {
   return l.done(l.insertUnitDims(l.in[0], rt, unit));
 }
 
+/// The message of the check that a dim Squeeze removes is 1 (onnxruntime
+/// fails the run otherwise; removing it would drop data).
+static std::string notOne(onnx::SqueezeOp op) {
+  return "gatec: a squeezed dim that is not 1 in " + describeOp(op->getLoc()) +
+         " (Squeeze)";
+}
+
 LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
   Value x = l.in[0];
   RankedTensorType xt = l.typeOf(x);
@@ -553,11 +617,33 @@ LogicalResult lower(onnx::SqueezeOp op, Lowerer &l) {
       SmallVector<Value> flag = axisFlags(l, l.in[1], xt.getRank()), inDims;
       for (int64_t k = 0; k < xt.getRank(); ++k)
         inDims.push_back(l.val(l.dim(x, k)));
+      Value ok; // each named dim is 1
+      for (int64_t k = 0; k < xt.getRank(); ++k) {
+        if (xt.getDimSize(k) == 1)
+          continue;
+        Value one = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                          inDims[k], cidx(l.b, 1));
+        Value fine = arith::OrIOp::create(
+            l.b,
+            arith::XOrIOp::create(l.b, flag[k],
+                                  scalar(l.b, l.b.getI1Type(), 1)),
+            one);
+        ok = ok ? (Value)arith::AndIOp::create(l.b, ok, fine) : fine;
+      }
+      if (ok)
+        cf::AssertOp::create(l.b, ok, notOne(op));
       return l.done(
           reshapeTo(l, x, rt, keptSizes(l.b, flag, inDims, rt.getRank())));
     }
-    for (int64_t a : *axes)
+    for (int64_t a : *axes) {
       drop[a] = true;
+      if (xt.isDynamicDim(a)) // 1 at run time, or the data would be lost
+        cf::AssertOp::create(
+            l.b,
+            arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                  l.val(l.dim(x, a)), cidx(l.b, 1)),
+            notOne(op));
+    }
   } else {
     for (int64_t i = 0; i < xt.getRank(); ++i)
       drop[i] = xt.getDimSize(i) == 1;

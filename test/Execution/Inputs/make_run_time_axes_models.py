@@ -7,8 +7,10 @@ usage: make_run_time_axes_models.py OUTDIR
   reducesum.onnx  ReduceSum(x[2, 3], axes a[1]), keepdims 1
   unsqueeze.onnx  Unsqueeze(x[2, 3], axes a[1])
   squeeze.onnx    Squeeze(x[2, 1], axes a[1])
+  squeeze0.onnx   Squeeze(x[n, 3], constant axes [0])
   NAME_<case>_in<k>.npy, NAME_<case>_ref.npy: ok (a = -1, valid) and bad
-  (out of range, onnxruntime fails: no ref).
+  (out of range, onnxruntime fails: no ref); squeeze_notone (axes [0] on
+  x[2, 1]), squeeze0_ok (n = 1) and squeeze0_notone (n = 2, no ref).
 """
 import os
 import sys
@@ -51,3 +53,25 @@ case("cumsum", "CumSum", [2, 3], [], [2, 3], 2)
 case("reducesum", "ReduceSum", [2, 3], [1], ["p", "q"], 7, keepdims=1)
 case("unsqueeze", "Unsqueeze", [2, 3], [1], ["p", "q", "r"], 3)
 case("squeeze", "Squeeze", [2, 1], [1], ["p"], -3)
+
+# Squeeze of a dim that is not 1 at run time (onnxruntime fails the run):
+# run-time axes naming dim 0 of x[2, 1], and constant axes [0] on x[n, 3].
+x = np.arange(2, dtype=np.float32).reshape(2, 1)
+np.save(os.path.join(out, "squeeze_notone_in0.npy"), x)
+np.save(os.path.join(out, "squeeze_notone_in1.npy"), np.array([0], np.int64))
+g = helper.make_graph([helper.make_node("Squeeze", ["x", "a"], ["y"], name="squeeze0")],
+                      "squeeze0", [vi("x", F, ["n", 3])], [vi("y", F, [3])],
+                      initializer=[onnx.numpy_helper.from_array(np.array([0], np.int64), "a")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+onnx.checker.check_model(m)
+path = os.path.join(out, "squeeze0.onnx")
+onnx.save(m, path)
+sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+for tag, n in [("ok", 1), ("notone", 2)]:
+    x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+    np.save(os.path.join(out, "squeeze0_%s_in0.npy" % tag), x)
+    try:
+        (r,) = sess.run(None, {"x": x})
+    except Exception:
+        continue
+    np.save(os.path.join(out, "squeeze0_%s_ref.npy" % tag), r)
