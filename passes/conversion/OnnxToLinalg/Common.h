@@ -297,17 +297,22 @@ LogicalResult lower(onnx::ShapeOp op, Lowerer &l);
 LogicalResult lower(onnx::SizeOp op, Lowerer &l);
 LogicalResult lower(onnx::ConstantOfShapeOp op, Lowerer &l);
 LogicalResult lower(onnx::RangeOp op, Lowerer &l);
-LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);
-LogicalResult lower(onnx::FlattenOp op, Lowerer &l);
-LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l);
-LogicalResult lower(onnx::SqueezeOp op, Lowerer &l);
-LogicalResult lower(onnx::TransposeOp op, Lowerer &l);
+/// Whether the lowered size `v` is a tensor's dim (or a constant >= 0)
+/// passed on through index casts and the elements of shape tensors.
+bool provablyNonNegative(Value v, int depth = 0);
 LogicalResult lower(onnx::ConcatOp op, Lowerer &l);
 LogicalResult lower(onnx::SliceOp op, Lowerer &l);
 LogicalResult lower(onnx::SplitOp op, Lowerer &l);
 LogicalResult lower(onnx::ExpandOp op, Lowerer &l);
 LogicalResult lower(onnx::GatherOp op, Lowerer &l);
 LogicalResult lower(onnx::TileOp op, Lowerer &l);
+
+// Reshape.cpp
+LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);
+LogicalResult lower(onnx::FlattenOp op, Lowerer &l);
+LogicalResult lower(onnx::UnsqueezeOp op, Lowerer &l);
+LogicalResult lower(onnx::SqueezeOp op, Lowerer &l);
+LogicalResult lower(onnx::TransposeOp op, Lowerer &l);
 LogicalResult lower(onnx::TriluOp op, Lowerer &l);
 
 // Attention.cpp
