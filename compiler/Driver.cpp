@@ -193,7 +193,8 @@ std::string parseReportDims(StringRef text,
       return "--report-dims: '" + item.str() +
              "' is not name=N with N >= 1 (e.g. --report-dims=batch=1,"
              "seq=2048)";
-    out[name.trim().str()] = n;
+    if (!out.emplace(name.trim().str(), n).second)
+      return "--report-dims: '" + name.trim().str() + "' is given twice";
   }
   return "";
 }

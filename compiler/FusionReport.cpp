@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "passes/gpu/MmaSync.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/Format.h"
 #include <limits>
 #include <set>
@@ -101,6 +102,35 @@ struct Sizer {
       return index(a.getDynamicSizes()[t.getDynamicDimIndex(i)], depth + 1);
     if (auto c = dyn_cast_or_null<memref::CastOp>(d))
       return known(c.getSource(), i, depth + 1);
+    // Views: the sizes they were built with.
+    auto mixed = [&](OpFoldResult f) -> std::optional<int64_t> {
+      if (auto c = getConstantIntValue(f))
+        return *c;
+      return index(cast<Value>(f), depth + 1);
+    };
+    if (auto s = dyn_cast_or_null<memref::SubViewOp>(d)) {
+      llvm::SmallBitVector dropped = s.getDroppedDims();
+      SmallVector<OpFoldResult> sizes = s.getMixedSizes();
+      for (int64_t j = 0, k = -1; j < (int64_t)sizes.size(); ++j)
+        if (!dropped[j] && ++k == i)
+          return mixed(sizes[j]);
+      return std::nullopt;
+    }
+    if (auto e = dyn_cast_or_null<memref::ExpandShapeOp>(d))
+      return mixed(e.getMixedOutputShape()[i]);
+    if (auto c = dyn_cast_or_null<memref::CollapseShapeOp>(d)) {
+      SmallVector<ReassociationIndices> groups = c.getReassociationIndices();
+      int64_t n = 1;
+      for (int64_t j : groups[i]) {
+        auto s = known(c.getSrc(), j, depth + 1);
+        if (!s)
+          return std::nullopt;
+        n *= *s;
+      }
+      return n;
+    }
+    if (auto r = dyn_cast_or_null<memref::ReinterpretCastOp>(d))
+      return mixed(r.getMixedSizes()[i]);
     return std::nullopt;
   }
 
@@ -121,6 +151,36 @@ struct Sizer {
       return std::nullopt;
     if (auto c = getConstantIntValue(v))
       return *c;
+    // An element of a shape buffer (a bufferized tensor.from_elements):
+    // the value stored at that constant index, where exactly one store
+    // writes it.
+    if (auto ld = dyn_cast<memref::LoadOp>(d)) {
+      SmallVector<int64_t> at;
+      for (Value i : ld.getIndices()) {
+        auto c = getConstantIntValue(i);
+        if (!c)
+          return std::nullopt;
+        at.push_back(*c);
+      }
+      Value stored;
+      for (Operation *u : ld.getMemRef().getUsers()) {
+        auto st = dyn_cast<memref::StoreOp>(u);
+        if (!st || st.getMemRef() != ld.getMemRef())
+          continue;
+        SmallVector<int64_t> sat;
+        for (Value i : st.getIndices())
+          if (auto c = getConstantIntValue(i))
+            sat.push_back(*c);
+        if (sat.size() != at.size())
+          return std::nullopt; // a store at a run-time index
+        if (sat != at)
+          continue;
+        if (stored)
+          return std::nullopt;
+        stored = st.getValueToStore();
+      }
+      return stored ? index(stored, depth + 1) : std::nullopt;
+    }
     if (auto m = dyn_cast<memref::DimOp>(d)) {
       auto i = m.getConstantIndex();
       if (!i)

@@ -18,6 +18,16 @@ bool mayEqual(int64_t a, int64_t b) { return a == kDyn || b == kDyn || a == b; }
 
 std::string dim(int64_t d) { return d == kDyn ? "?" : std::to_string(d); }
 
+/// "[d0, d1, d2, d3]" of logical [B, H, T, D] dims, in the order a tensor
+/// holds them (H and T swapped when it is `bshd`).
+std::string dims4(ArrayRef<int64_t> logical, bool bshd) {
+  SmallVector<int64_t> d(logical);
+  if (bshd)
+    std::swap(d[1], d[2]);
+  return "[" + dim(d[0]) + ", " + dim(d[1]) + ", " + dim(d[2]) + ", " +
+         dim(d[3]) + "]";
+}
+
 /// `from` broadcasts (numpy rules) to `to`, where both are ranked.
 bool broadcastsTo(ShapedType from, ArrayRef<int64_t> to) {
   if (!from.hasRank())
@@ -52,7 +62,7 @@ LogicalResult verifyBshd(Operation *op, std::optional<ArrayAttr> bshd,
       return op->emitOpError() << "bshd names '" << n
                                << "', which is not a sequence operand or "
                                   "result of this op (one in [B, H, T, D] "
-                                  "order)";
+                                  "order that is present)";
     if (!seen.insert(n).second)
       return op->emitOpError() << "bshd names '" << n << "' twice";
   }
@@ -89,8 +99,10 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (!q.hasRank() || !k.hasRank() || !v.hasRank() || !r.hasRank())
     return success();
-  if (failed(verifyBshd(*this, getBshd(),
-                        {"query", "key", "value", "gate", "result"})))
+  SmallVector<StringRef> attnNames{"query", "key", "value", "result"};
+  if (getGate())
+    attnNames.push_back("gate");
+  if (failed(verifyBshd(*this, getBshd(), attnNames)))
     return failure();
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 ||
       r.getRank() != 4)
@@ -116,8 +128,7 @@ LogicalResult AttentionOp::verify() {
   SmallVector<int64_t> out{b, hq, t, dv};
   for (int i = 0; i < 4; ++i)
     if (!mayEqual(out[i], rd[i]))
-      return emitOpError() << "result must be [" << dim(b) << ", " << dim(hq)
-                           << ", " << dim(t) << ", " << dim(dv) << "]";
+      return emitOpError() << "result must be " << dims4(out, isBshd("result"));
   if (getMask()) {
     auto m = cast<ShapedType>(getMask().getType());
     Type me = m.getElementType();
@@ -148,9 +159,8 @@ LogicalResult AttentionOp::verify() {
     ok = mayEqual(want[i], gd[i]);
   if (!ok)
     return emitOpError() << (headwise ? "headwise" : "elementwise")
-                         << " gate must be [" << dim(b) << ", " << dim(hq)
-                         << ", " << dim(t) << ", " << dim(want[3]) << "], got "
-                         << g;
+                         << " gate must be " << dims4(want, isBshd("gate"))
+                         << ", got " << g;
   return success();
 }
 
@@ -307,8 +317,12 @@ LogicalResult LinearAttentionOp::verify() {
   for (ShapedType t : all)
     if (!t.hasRank())
       return success();
-  if (failed(verifyBshd(*this, getBshd(),
-                        {"query", "key", "value", "decay", "beta", "output"})))
+  SmallVector<StringRef> laNames{"query", "key", "value", "output"};
+  if (getDecay())
+    laNames.push_back("decay");
+  if (getBeta())
+    laNames.push_back("beta");
+  if (failed(verifyBshd(*this, getBshd(), laNames)))
     return failure();
   {
     SmallVector<StringRef> ins{"query", "key", "value"};
@@ -339,9 +353,8 @@ LogicalResult LinearAttentionOp::verify() {
     SmallVector<int64_t> have = dimsOf(val, what);
     for (int i = 0; i < 4; ++i)
       if (!mayEqual(want[i], have[i]))
-        return emitOpError() << what << " must be [" << dim(want[0]) << ", "
-                             << dim(want[1]) << ", " << dim(want[2]) << ", "
-                             << dim(want[3]) << "], got " << ty;
+        return emitOpError() << what << " must be " << dims4(want, isBshd(what))
+                             << ", got " << ty;
     return success();
   };
   if (failed(expect(getKey(), "key", {b, hkv, t, dk})) ||

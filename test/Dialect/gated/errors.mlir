@@ -57,7 +57,7 @@ func.func @norm(%x: tensor<2x32xf32>, %w: tensor<16xf32>) -> tensor<2x32xf32> {
 // -----
 
 func.func @bshd_unknown(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
-  // expected-error @+1 {{'gated.attention' op bshd names 'mask', which is not a sequence operand or result of this op (one in [B, H, T, D] order)}}
+  // expected-error @+1 {{'gated.attention' op bshd names 'mask', which is not a sequence operand or result of this op (one in [B, H, T, D] order that is present)}}
   %r = gated.attention %q, %q, %q {bshd = ["query", "key", "value", "mask"], scale = 0.25 : f32} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
   return %r : tensor<2x8x4x16xf32>
 }
@@ -78,5 +78,22 @@ func.func @bshd_twice(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
 func.func @bshd_dims(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   // expected-error @+1 {{'gated.attention' op key and value differ in heads or sequence}}
   %r = gated.attention %q, %k, %v {scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %r : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+func.func @bshd_absent_gate(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'gated.attention' op bshd names 'gate', which is not a sequence operand or result of this op (one in [B, H, T, D] order that is present)}}
+  %r = gated.attention %q, %q, %q {bshd = ["query", "key", "value", "gate", "result"], scale = 0.25 : f32} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// A `bshd` result is expected in its own order: [B, T, H, Dv].
+func.func @bshd_result_order(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op result must be [2, 8, 4, 16]}}
+  %r = gated.attention %q, %q, %q {bshd = ["result"], scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
   return %r : tensor<2x4x8x16xf32>
 }

@@ -81,7 +81,15 @@ func.func @bshd_partial(%q: tensor<1x8x2x16xf32>, %v: tensor<1x2x8x16xf32>) {
 // -----
 
 func.func @bshd_state(%q: tensor<1x8x2x16xf32>) {
-  // expected-error @+1 {{'gated.linear_attention' op bshd names 'final_state', which is not a sequence operand or result of this op (one in [B, H, T, D] order)}}
+  // expected-error @+1 {{'gated.linear_attention' op bshd names 'final_state', which is not a sequence operand or result of this op (one in [B, H, T, D] order that is present)}}
   %o, %s = gated.linear_attention linear recurrent %q, %q, %q {bshd = ["query", "key", "value", "final_state"], scale = 1.0 : f32} : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @bshd_absent_decay(%q: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'gated.linear_attention' op bshd names 'decay', which is not a sequence operand or result of this op (one in [B, H, T, D] order that is present)}}
+  %o, %s = gated.linear_attention linear recurrent %q, %q, %q {bshd = ["query", "key", "value", "decay"], scale = 1.0 : f32} : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
   return
 }
