@@ -18,7 +18,7 @@ namespace gatec {
 /// the ops it supports (Softmax-11's 2-D coercion, axes attributes) into
 /// their opset-13+ form.
 constexpr int64_t kMinOpset = 11;
-constexpr int64_t kMaxOpset = 27;
+constexpr int64_t kMaxOpset = 28;
 
 struct ImportOptions {
   /// Initializers with more elements than this are dense_resource blobs

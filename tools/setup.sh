@@ -28,7 +28,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version__.startswith('1.22')" 2>/dev/null; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version__.startswith('1.23')" 2>/dev/null; then
   echo "== pip install (requirements.txt)"
   .venv/bin/pip install -q -r tools/requirements.txt
 fi

@@ -44,7 +44,8 @@ int64_t firstOpset(StringRef op) {
       {"Attention", 23},
       {"RMSNormalization", 23},
       {"RotaryEmbedding", 23},
-      {"LinearAttention", 27}};
+      {"LinearAttention", 27},
+      {"SwiGLU", 28}};
   auto it = first.find(op.str());
   return it == first.end() ? 1 : it->second;
 }

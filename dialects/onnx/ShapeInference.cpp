@@ -1312,3 +1312,152 @@ LogicalResult EinsumOp::inferResultTypes(Types &r) {
   r.push_back(RankedTensorType::get(shape, e));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Gather/scatter, TopK, OneHot, Pad, Mod, SwiGLU
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModOp::inferResultTypes(Types &r) {
+  return broadcastTo(getOperation(), getOperation()->getOperands(),
+                     elemOf(getA()), r);
+}
+
+LogicalResult SwiGLUOp::inferResultTypes(Types &r) {
+  auto a = shapeOf(getA()), b = shapeOf(getB());
+  if (a && b) {
+    if (a->size() != b->size())
+      return emitOpError() << "A and B differ in rank (SwiGLU does not "
+                              "broadcast)";
+    for (size_t i = 0; i < a->size(); ++i)
+      if ((*a)[i] != kDyn && (*b)[i] != kDyn && (*a)[i] != (*b)[i])
+        return emitOpError()
+               << "A and B differ in dimension " << i << ": " << (*a)[i]
+               << " vs " << (*b)[i] << " (SwiGLU does not broadcast)";
+  }
+  return sameAsFirst(getOperation(), r);
+}
+
+LogicalResult ScatterNDOp::inferResultTypes(Types &r) {
+  return sameAsFirst(getOperation(), r);
+}
+
+LogicalResult ScatterElementsOp::inferResultTypes(Types &r) {
+  if (auto d = shapeOf(getData()))
+    if (failed(normAxis(*this, (int64_t)getAxis(), d->size())))
+      return failure();
+  return sameAsFirst(getOperation(), r);
+}
+
+LogicalResult GatherNDOp::inferResultTypes(Types &r) {
+  auto d = shapeOf(getData()), i = shapeOf(getIndices());
+  Type e = elemOf(getData());
+  int64_t b = (int64_t)getBatchDims();
+  if (!d || !i || i->empty() || i->back() == kDyn) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  int64_t m = i->back();
+  if (b < 0 || b >= (int64_t)i->size() || b >= (int64_t)d->size())
+    return emitOpError() << "batch_dims " << b
+                         << " must be less than the ranks of data and indices";
+  if (m < 1 || b + m > (int64_t)d->size())
+    return emitOpError() << "indices.shape[-1] = " << m
+                         << " must be in [1, rank(data) - batch_dims]";
+  Shape out(i->begin(), i->end() - 1);
+  out.append(d->begin() + b + m, d->end());
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult TopKOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getX());
+  Type e = elemOf(getX()), i64 = IntegerType::get(getContext(), 64);
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    r.push_back(UnrankedTensorType::get(i64));
+    return success();
+  }
+  auto axis = normAxis(*this, (int64_t)getAxis(), s->size());
+  if (failed(axis))
+    return failure();
+  Shape out = *s;
+  out[*axis] = kDyn;
+  if (auto k = getConstantInts(getK())) {
+    if (k->size() != 1 || (*k)[0] < 0)
+      return emitOpError() << "K must hold one non-negative value";
+    if ((*s)[*axis] != kDyn && (*k)[0] > (*s)[*axis])
+      return emitOpError() << "K = " << (*k)[0] << " exceeds the size "
+                           << (*s)[*axis] << " of axis " << *axis;
+    out[*axis] = (*k)[0];
+  }
+  r.push_back(RankedTensorType::get(out, e));
+  r.push_back(RankedTensorType::get(out, i64));
+  return success();
+}
+
+LogicalResult OneHotOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getIndices());
+  Type e = elemOf(getValues());
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  auto axis = normAxis(*this, (int64_t)getAxis(), s->size(), "axis",
+                       /*inclusive=*/true);
+  if (failed(axis))
+    return failure();
+  int64_t depth = kDyn;
+  // depth may be a float scalar; only integer constants give a static size.
+  if (auto d = getConstantInts(getDepth()))
+    if (d->size() == 1)
+      depth = (*d)[0];
+  Shape out = *s;
+  out.insert(out.begin() + *axis, depth);
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}
+
+LogicalResult PadOp::inferResultTypes(Types &r) {
+  auto s = shapeOf(getData());
+  Type e = elemOf(getData());
+  if (!s) {
+    r.push_back(UnrankedTensorType::get(e));
+    return success();
+  }
+  int64_t rank = s->size();
+  Shape out(rank, kDyn);
+  SmallVector<int64_t> axes;
+  if (isNone(getAxes())) {
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  } else if (auto c = getConstantInts(getAxes())) {
+    for (int64_t a : *c) {
+      auto n = normAxis(*this, a, rank);
+      if (failed(n))
+        return failure();
+      axes.push_back(*n);
+    }
+  } else {
+    r.push_back(RankedTensorType::get(out, e));
+    return success();
+  }
+  for (int64_t a = 0; a < rank; ++a)
+    if (!llvm::is_contained(axes, a))
+      out[a] = (*s)[a];
+  if (auto pads = getConstantInts(getPads())) {
+    if (pads->size() != 2 * axes.size())
+      return emitOpError() << "pads has " << pads->size() << " entries for "
+                           << axes.size() << " axes (2 per axis)";
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t d = (*s)[axes[i]];
+      int64_t n = d == kDyn ? kDyn : d + (*pads)[i] + (*pads)[i + axes.size()];
+      if (n != kDyn && n < 0)
+        return emitOpError() << "pads make axis " << axes[i] << " negative";
+      out[axes[i]] = n;
+    }
+  }
+  if (failed(validShape(*this, out)))
+    return failure();
+  r.push_back(RankedTensorType::get(out, e));
+  return success();
+}

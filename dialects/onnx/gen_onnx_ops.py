@@ -18,13 +18,13 @@ from onnx import defs, helper, AttributeProto
 # The ONNX operators gatec imports (default domain). Constant is hand-written.
 OPS = """
 Abs Add And Attention Cast CastLike Ceil Clip Concat ConstantOfShape Conv Cos CumSum
-Div Dropout Einsum Equal Erf Exp Expand Flatten Floor Gather Gelu Gemm Greater
-GreaterOrEqual HardSigmoid Identity IsInf IsNaN LayerNormalization LeakyRelu Less
-LessOrEqual LinearAttention Log LogSoftmax MatMul Max Min Mul Neg Not Or Pow
-RMSNormalization Range Reciprocal ReduceL2 ReduceMax ReduceMean ReduceMin
-ReduceProd ReduceSum Relu Reshape RotaryEmbedding Scan Shape Sigmoid Sign Sin
-Size Slice Softmax Softplus Split Sqrt Squeeze Sub Sum Tanh Tile Transpose Trilu
-Unsqueeze Where
+Div Dropout Einsum Equal Erf Exp Expand Flatten Floor Gather GatherND Gelu Gemm
+Greater GreaterOrEqual HardSigmoid Identity IsInf IsNaN LayerNormalization
+LeakyRelu Less LessOrEqual LinearAttention Log LogSoftmax MatMul Max Min Mod Mul
+Neg Not OneHot Or Pad Pow RMSNormalization Range Reciprocal ReduceL2 ReduceMax
+ReduceMean ReduceMin ReduceProd ReduceSum Relu Reshape RotaryEmbedding Scan
+ScatterElements ScatterND Shape Sigmoid Sign Sin Size Slice Softmax Softplus
+Split Sqrt Squeeze Sub Sum SwiGLU Tanh Tile TopK Transpose Trilu Unsqueeze Where
 """.split()
 
 # Ops the importer writes as the onnx ops of their ONNX function body (no

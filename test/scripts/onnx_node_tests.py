@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs the ONNX backend node tests of the operators gatec claims through its importer.
 
-The node tests come from the installed onnx wheel
-(onnx/backend/test/data/node/test_*/model.onnx). The claimed operator set is the
+The node tests come from the installed onnx wheel's test cases, written to
+build/onnx-node-data/test_*/model.onnx by onnx_node_data.py. The claimed operator set is the
 OPS and EXPANDED lists of dialects/onnx/gen_onnx_ops.py plus Constant. A test is claimed when
 every node of its model (main graph and all subgraphs, default domain only) has a
 claimed op type; other tests are skipped.
@@ -51,7 +51,11 @@ def claimed_ops():
 
 
 def node_test_dir():
-    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    """The node tests of the installed onnx, written on first use (onnx_node_data.py)."""
+    sys.path.insert(0, HERE)
+    import onnx_node_data
+
+    return onnx_node_data.generate()
 
 
 def graph_ops(graph, out):
