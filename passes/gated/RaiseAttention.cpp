@@ -373,7 +373,7 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
   }
 };
 
-/// ONNX Attention-23/24 without KV cache, softcap or qk output.
+/// ONNX Attention-23/24/25 without KV cache, softcap, windows or qk output.
 struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::AttentionOp op,
@@ -381,7 +381,9 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     if (!isa<NoneType>(op.getPastKey().getType()) ||
         !isa<NoneType>(op.getPastValue().getType()) ||
         !isa<NoneType>(op.getNonpadKvSeqlen().getType()) ||
-        op.getSoftcap().convertToFloat() != 0.0f)
+        op.getSoftcap().convertToFloat() != 0.0f ||
+        (int64_t)op.getLeftWindowSize() >= 0 ||
+        (int64_t)op.getRightWindowSize() >= 0)
       return failure();
     for (unsigned i = 1; i < op->getNumResults(); ++i)
       if (!op->getResult(i).use_empty())

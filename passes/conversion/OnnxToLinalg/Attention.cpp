@@ -179,13 +179,18 @@ Value splitHeads(Lowerer &l, Value x, int64_t heads) {
 
 } // namespace
 
-/// ONNX Attention-23/24 in the forms raising leaves (KV cache, softcap,
-/// qk_matmul_output, nonpad_kv_seqlen, ...), as the ONNX reference computes
-/// it: K, V = concat(past, new) (the present outputs); scores = scale *
-/// Q K^T in f32 (or f64), query head h reading KV head h / (Hq / Hkv);
-/// softcap; + the mask (bool: -inf where false; padded with -inf where
-/// shorter than the keys), the causal bias (-inf where j > past + i) and
-/// the padding of nonpad_kv_seqlen; softmax over the keys; Y = P V.
+/// ONNX Attention-23/24/25 in the forms raising leaves (KV cache, softcap,
+/// qk_matmul_output, nonpad_kv_seqlen, windows, ...), as the ONNX reference
+/// computes it: K, V = concat(past, new) (the present outputs); scores =
+/// scale * Q K^T in f32 (or f64), query head h reading KV head h / (Hq /
+/// Hkv); softcap; + the mask (bool: -inf where false; padded with -inf where
+/// shorter than the keys) and -inf where key j is hidden from query i at
+/// the absolute position p = offset + i: offset is the past length with a
+/// past_key, nonpad_kv_seqlen[b] - Sq with nonpad_kv_seqlen (an external
+/// cache; negative makes the first rows fully masked), else 0; hidden are
+/// j > p (is_causal), j < p - left_window_size, j > p + right_window_size
+/// (each when >= 0) and j >= nonpad_kv_seqlen[b]; softmax over the keys
+/// (a fully masked row gives zeros); Y = P V.
 LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
   Value q = l.in[0], k = l.in[1], v = l.in[2], mask = l.in[3];
   Value pastK = l.in[4], pastV = l.in[5], nonpad = l.in[6];
@@ -235,9 +240,30 @@ LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
       5, true);
   double softcap = op.getSoftcap().convertToDouble();
   int64_t mode = (int64_t)op.getQkMatmulOutputMode();
-  // Past length: the causal diagonal moves right by it.
-  OpFoldResult past = pastK ? l.dim(pastK, 2) : l.idx(0);
-  Value pastV_ = l.val(past);
+  // The absolute position of query 0 (the causal and window diagonals move
+  // right by it): the past length, or per batch nonpad_kv_seqlen - Sq.
+  Value pastLen = l.val(pastK ? l.dim(pastK, 2) : l.idx(0));
+  Value qLen = l.val(l.dim(q, 2));
+  int64_t left = (int64_t)op.getLeftWindowSize();
+  int64_t right = (int64_t)op.getRightWindowSize();
+  if (nonpad) {
+    // nonpad_kv_seqlen is read at [b]: it must have the batch's size.
+    if (l.rankOf(nonpad) != 1)
+      return l.fail("nonpad_kv_seqlen of rank other than 1");
+    OpFoldResult nb = l.dim(nonpad, 0), qb = l.dim(q, 0);
+    auto cn = getConstantIntValue(nb), cq = getConstantIntValue(qb);
+    if (cn && cq) {
+      if (*cn != *cq)
+        return l.fail("nonpad_kv_seqlen of another size than the batch");
+    } else {
+      Value eq = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, l.val(nb),
+                                       l.val(qb));
+      cf::AssertOp::create(
+          b, eq,
+          "gatec: nonpad_kv_seqlen of another size than the batch in " +
+              describeOp(op->getLoc()) + " (Attention)");
+    }
+  }
   Value maskLen = mask ? l.val(l.dim(mask, l.rankOf(mask) - 1)) : Value();
   bool causal = op.getIsCausal() != 0;
   auto inf = [&](ImplicitLocOpBuilder &ib, bool negative) {
@@ -281,22 +307,34 @@ LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
                          : convert(ib, mv, acc);
           bias = arith::SelectOp::create(ib, in, mb, ninf);
         }
-        if (causal) {
-          Value lim = arith::AddIOp::create(ib, at[2], pastV_);
-          Value after =
-              arith::CmpIOp::create(ib, arith::CmpIPredicate::ugt, at[3], lim);
-          bias = arith::SelectOp::create(
-              ib, after, arith::AddFOp::create(ib, bias, ninf), bias);
-        }
+        using P = arith::CmpIPredicate;
+        Value n, offset = pastLen;
         if (nonpad) {
-          Value n = arith::IndexCastOp::create(
+          n = arith::IndexCastOp::create(
               ib, ib.getIndexType(),
               tensor::ExtractOp::create(ib, nonpad, ValueRange{at[0]}));
-          Value padded =
-              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, at[3], n);
-          bias = arith::SelectOp::create(
-              ib, padded, arith::AddFOp::create(ib, bias, ninf), bias);
+          if (!pastK)
+            offset = arith::SubIOp::create(ib, n, qLen);
         }
+        // Signed: p is negative for the leading rows when offset < 0.
+        Value p = arith::AddIOp::create(ib, at[2], offset), j = at[3];
+        Value hidden;
+        auto hide = [&](Value h) {
+          hidden = hidden ? (Value)arith::OrIOp::create(ib, hidden, h) : h;
+        };
+        if (causal)
+          hide(arith::CmpIOp::create(ib, P::sgt, j, p));
+        if (left >= 0)
+          hide(arith::CmpIOp::create(
+              ib, P::slt, j, arith::SubIOp::create(ib, p, cidx(ib, left))));
+        if (right >= 0)
+          hide(arith::CmpIOp::create(
+              ib, P::sgt, j, arith::AddIOp::create(ib, p, cidx(ib, right))));
+        if (nonpad)
+          hide(arith::CmpIOp::create(ib, P::sge, j, n));
+        if (hidden)
+          bias = arith::SelectOp::create(
+              ib, hidden, arith::AddFOp::create(ib, bias, ninf), bias);
         return arith::AddFOp::create(ib, sc, bias);
       });
   // softmax over the keys
