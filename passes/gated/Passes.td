@@ -33,8 +33,9 @@ def RaiseGlu : Pass<"raise-glu", "mlir::func::FuncOp"> {
     one x), act one of: Sigmoid (GLU), none (bilinear), Relu (ReGLU), Gelu or
     its erf decomposition 0.5·a·(1 + erf(a/√2)) (GEGLU), the tanh
     decomposition 0.5·a·(1 + tanh(√(2/π)(a + 0.044715·a³))) (GEGLU tanh), and
-    SiLU as a·Sigmoid(a) (SwiGLU). Products are matched as a multiset of
-    factors, so any association of the Muls is found.
+    SiLU as a·Sigmoid(a) (SwiGLU), and ONNX SwiGLU-28 with alpha = 1 over
+    two such projections. Products are matched as a multiset of factors, so
+    any association of the Muls is found.
   }];
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }

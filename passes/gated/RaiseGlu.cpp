@@ -168,6 +168,28 @@ Value tanhTerm(Value v) {
   return {};
 }
 
+/// Replaces `op` (the product) by gated.glu act(x·W) ⊙ (x·V), when both
+/// projections read one x and have one width.
+LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
+                           Proj &v, gated::GluActivation act) {
+  if (w.x() != v.x() || w.cols() != v.cols() ||
+      (w.mm.getB().getType() != v.mm.getB().getType() && w.start < 0 &&
+       v.start < 0))
+    return failure();
+  SmallVector<Operation *> matched;
+  collectMatched(op->getResult(0), {w.x(), w.mm.getB(), v.mm.getB()}, matched);
+  Location loc = fuseLocs(rewriter.getContext(), matched);
+  auto glu = gated::GluOp::create(rewriter, loc, op->getResult(0).getType(),
+                                  w.x(), w.weight(rewriter, loc),
+                                  v.weight(rewriter, loc), act);
+  if (failed(mlir::verify(glu, /*verifyRecursively=*/false))) {
+    rewriter.eraseOp(glu);
+    return failure();
+  }
+  rewriter.replaceOp(op, glu.getResult());
+  return success();
+}
+
 struct GluPattern : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -250,30 +272,32 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
       w = projection(factors[0]), v = projection(factors[1]);
       act = gated::GluActivation::identity;
     }
-    if (!act || w.x() != v.x() || w.cols() != v.cols() ||
-        (w.mm.getB().getType() != v.mm.getB().getType() && w.start < 0 &&
-         v.start < 0))
+    if (!act)
       return failure();
+    return replaceByGlu(rewriter, op, w, v, *act);
+  }
+};
 
-    SmallVector<Operation *> matched;
-    collectMatched(op.getResult(), {w.x(), w.mm.getB(), v.mm.getB()}, matched);
-    Location loc = fuseLocs(getContext(), matched);
-    auto glu = gated::GluOp::create(rewriter, loc, op.getType(), w.x(),
-                                    w.weight(rewriter, loc),
-                                    v.weight(rewriter, loc), *act);
-    if (failed(mlir::verify(glu, /*verifyRecursively=*/false))) {
-      rewriter.eraseOp(glu);
+/// ONNX SwiGLU-28 of two projections of one x, alpha = 1: A = x·W is the
+/// gate, B = x·V the value.
+struct SwiGluPattern : OpRewritePattern<onnx::SwiGLUOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(onnx::SwiGLUOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getAlpha().convertToDouble() != 1.0)
       return failure();
-    }
-    rewriter.replaceOp(op, glu.getResult());
-    return success();
+    Proj w = projection(op.getA()), v = projection(op.getB());
+    if (!w || !v)
+      return failure();
+    return replaceByGlu(rewriter, op, w, v, gated::GluActivation::silu);
   }
 };
 
 struct RaiseGluPass : gated::impl::RaiseGluBase<RaiseGluPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GluPattern>(&getContext());
+    patterns.add<GluPattern, SwiGluPattern>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -272,6 +272,7 @@ LogicalResult lower(onnx::IsInfOp op, Lowerer &l);
 LogicalResult lower(onnx::IsNaNOp, Lowerer &l);
 LogicalResult lower(onnx::DropoutOp op, Lowerer &l);
 LogicalResult lower(onnx::ClipOp op, Lowerer &l);
+LogicalResult lower(onnx::SwiGLUOp op, Lowerer &l);
 
 // Contraction.cpp
 /// A contraction over the loops [0, nLoops), the first `out.getRank()`

@@ -10,7 +10,9 @@
 
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "passes/common/Activations.h"
+#include "passes/common/Broadcast.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
 
@@ -424,6 +426,43 @@ LogicalResult lower(onnx::ClipOp op, Lowerer &l) {
         if (hasMax)
           x = minOf(b, x, a.back());
         return x;
+      }));
+}
+
+/// SwiGLU-28: Y = A * sigmoid(alpha * A) * B in f32 (or f64). A and B have
+/// one shape (no broadcasting): dims not provably equal are checked at run
+/// time, as a broadcast would return values onnxruntime refuses. RaiseGlu
+/// turns the form with two projections and alpha = 1 into gated.glu.
+LogicalResult lower(onnx::SwiGLUOp op, Lowerer &l) {
+  Value a = l.in[0], bv = l.in[1];
+  int64_t r = l.rankOf(a);
+  if (l.rankOf(bv) != r)
+    return l.fail("A and B of different ranks");
+  Value ok;
+  for (int64_t i = 0; i < r; ++i) {
+    OpFoldResult da = l.dim(a, i);
+    if (common::provablySameSize(bv, i, da))
+      continue;
+    auto ca = getConstantIntValue(da), cb = getConstantIntValue(l.dim(bv, i));
+    if (ca && cb && *ca != *cb)
+      return l.fail("A and B of different shapes");
+    Value eq = arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq, l.val(da),
+                                     l.val(l.dim(bv, i)));
+    ok = ok ? (Value)arith::AndIOp::create(l.b, ok, eq) : eq;
+  }
+  if (ok)
+    cf::AssertOp::create(l.b, ok,
+                         "gatec: A and B of different shapes in " +
+                             describeOp(op->getLoc()) + " (SwiGLU)");
+  double alpha = op.getAlpha().convertToDouble();
+  return l.done(l.elementwise(
+      l.resultType(), {a, bv}, [&](ImplicitLocOpBuilder &b, ValueRange x) {
+        Type e = x[0].getType(), w = accType(e);
+        Value av = convert(b, x[0], w), bw = convert(b, x[1], w);
+        Value g = common::sigmoid(
+            b, b.getLoc(), arith::MulFOp::create(b, av, scalar(b, w, alpha)));
+        Value y = arith::MulFOp::create(b, arith::MulFOp::create(b, av, g), bw);
+        return convert(b, y, e);
       }));
 }
 
