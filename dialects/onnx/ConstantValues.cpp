@@ -333,6 +333,26 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
       return {r.getData(), i};
     return {Value(), -1};
   }
+  // Gather: data[:axis] ++ indices.shape ++ data[axis+1:].
+  if (auto g = dyn_cast<GatherOp>(def)) {
+    int64_t rd = rankOf(g.getData()), ri = rankOf(g.getIndices());
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + rd : g.getAxis();
+    if (rd < 0 || ri < 0 || rd + ri - 1 != rank || axis < 0 || axis >= rd)
+      return {Value(), -1};
+    if (i < axis)
+      return {g.getData(), i};
+    if (i < axis + ri)
+      return {g.getIndices(), i - axis};
+    return {g.getData(), i - ri + 1};
+  }
+  // Concat: every dim but the axis is each input's.
+  if (auto c = dyn_cast<ConcatOp>(def)) {
+    int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+    if (i == axis || c.getInputs().empty() ||
+        rankOf(c.getInputs().front()) != rank)
+      return {Value(), -1};
+    return {c.getInputs().front(), i};
+  }
   if (auto sl = dyn_cast<SliceOp>(def)) {
     if (rankOf(sl.getData()) != rank)
       return {Value(), -1};
@@ -358,7 +378,8 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, CastOp, SigmoidOp, TanhOp,
           ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp, SoftmaxOp,
           SoftplusOp, IdentityOp, LayerNormalizationOp, RMSNormalizationOp,
-          CosOp, SinOp, TriluOp, CumSumOp, AbsOp, NotOp, EqualOp, LessOp>(
+          CosOp, SinOp, TriluOp, CumSumOp, AbsOp, NotOp, EqualOp, LessOp,
+          LessOrEqualOp, GreaterOp, GreaterOrEqualOp, AndOp, OrOp>(
           def) ||
       def->getDialect()->getNamespace() == "gated") {
     for (Value o : def->getOperands()) {

@@ -4,6 +4,8 @@
 #include "dialects/onnx/ConstantValues.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -18,6 +20,12 @@ std::optional<double> scalarConstant(Value v) {
   if (!d || d->size() != 1)
     return std::nullopt;
   return (*d)[0];
+}
+
+bool verifiesQuietly(Operation *op) {
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  return succeeded(mlir::verify(op, /*verifyRecursively=*/false));
 }
 
 bool isConstant(Value v) { return (bool)onnx::getConstantAttr(v); }

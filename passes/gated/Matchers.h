@@ -64,6 +64,10 @@ llvm::SmallVector<int64_t> permutationOf(onnx::TransposeOp op);
 /// null.
 mlir::Value gateLogits(mlir::Value v, gated::GateActivation &act);
 
+/// Whether a raised op verifies, without reporting its verifier's error: a
+/// candidate that does not verify is a match that failed, not a diagnostic.
+bool verifiesQuietly(mlir::Operation *op);
+
 /// Static shape of v, or empty if unranked.
 llvm::SmallVector<int64_t> shapeOf(mlir::Value v);
 

@@ -4,6 +4,7 @@
 // G1 output gate into its gate operand.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/gated/AttentionMasks.h"
 #include "passes/gated/Matchers.h"
 #include "passes/gated/Passes.h"
 
@@ -260,19 +261,69 @@ Value peelHeadRepeat(Value v) {
   return x;
 }
 
+/// Whether a shape vector element is dimension i of k: the same constant
+/// as k's static dim, or a dim traced to the same size.
+bool isDimOf(const onnx::DimExpr &e, Value k, int64_t i) {
+  int64_t n = shapeOf(k)[i];
+  if (e.value)
+    return n != kDyn && *e.value == n;
+  return e.src && onnx::sameDim(e.src, e.dim, k, i);
+}
+
+/// Kᵀ as onnxscript's scaled_dot_product_attention writes it (the dynamo
+/// exporter): Reshape(Transpose(Reshape(k, [-1, S, D]), [0, 2, 1]),
+/// [B, H, D, S]) with the sizes read from Shape(k). Returns k (4-D), or null.
+Value peelFlatTranspose(Value kt) {
+  auto outer = def<onnx::ReshapeOp>(kt);
+  auto tr =
+      outer ? def<onnx::TransposeOp>(outer.getData()) : onnx::TransposeOp();
+  if (!tr || permutationOf(tr) != SmallVector<int64_t>{0, 2, 1})
+    return {};
+  auto inner = def<onnx::ReshapeOp>(tr.getData());
+  if (!inner || shapeOf(inner.getData()).size() != 4)
+    return {};
+  Value k = inner.getData();
+  auto in = onnx::getShapeDims(inner.getShape());
+  auto out = onnx::getShapeDims(outer.getShape());
+  if (!in || !out || in->size() != 3 || out->size() != 4)
+    return {};
+  if (!isDimOf((*in)[1], k, 2) || !isDimOf((*in)[2], k, 3) ||
+      !isDimOf((*out)[0], k, 0) || !isDimOf((*out)[1], k, 1) ||
+      !isDimOf((*out)[2], k, 3) || !isDimOf((*out)[3], k, 2))
+    return {};
+  return k;
+}
+
+/// The probabilities p under the guard the TorchScript exporter writes
+/// after SDPA's softmax, Where(IsNaN(p), 0, p): returns p. For a row with a
+/// finite score the guard is the identity; a fully masked row (all -inf
+/// scores, softmax NaN) it turns into zeros, which is gated.attention's
+/// fully-masked-row semantics, so the guard is absorbed.
+Value peelNanGuard(Value v) {
+  auto w = def<onnx::WhereOp>(v);
+  auto isNan = w ? def<onnx::IsNaNOp>(w.getCondition()) : onnx::IsNaNOp();
+  if (!isNan || isNan.getX() != w.getY())
+    return v;
+  auto zero = scalarConstant(w.getX());
+  if (!zero || *zero != 0.0 || shapeOf(w.getY()) != shapeOf(v))
+    return v;
+  return w.getY();
+}
+
 struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MatMulOp op,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = def<onnx::SoftmaxOp>(op.getA());
+    auto softmax = def<onnx::SoftmaxOp>(peelNanGuard(op.getA()));
     if (!softmax || shapeOf(op.getA()).size() != 4 ||
         ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != 3))
       return failure();
     Value s = softmax.getInput();
 
-    // Mask.
+    // Mask: a mask operand, or causal and the mask's other factors.
     Value mask;
+    SmallVector<Value> maskFactors;
     bool causal = false;
     if (auto w = def<onnx::WhereOp>(s)) {
       MaskUse use;
@@ -288,6 +339,10 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
       if (isCausalMask(w.getCondition(), use) &&
           maskIsScoreSized(w.getCondition(), scores)) {
         causal = true;
+      } else if (auto split = use == MaskUse::TrueAttends
+                                  ? splitCausal(w.getCondition(), scores)
+                                  : std::nullopt) {
+        causal = true, maskFactors = split->rest;
       } else {
         mask = w.getCondition();
         if (use == MaskUse::TrueMasks)
@@ -312,8 +367,12 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         scores = a.getB(), m = a.getA();
       else
         return failure();
+      Value attends = additiveMaskCondition(m);
       if (isCausalMask(m, MaskUse::Additive) && maskIsScoreSized(m, scores))
         causal = true;
+      else if (auto split =
+                   attends ? splitCausal(attends, scores) : std::nullopt)
+        causal = true, maskFactors = split->rest;
       else
         mask = m;
       s = scores;
@@ -342,13 +401,15 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
 
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
-    Value k = peelHeadRepeat(transpose(rewriter, loc, kt, {0, 1, 3, 2}));
+    Value k = peelFlatTranspose(kt);
+    k = peelHeadRepeat(k ? k : transpose(rewriter, loc, kt, {0, 1, 3, 2}));
     Value v = peelHeadRepeat(op.getB());
     // The location fuses every node and constant between the operands and
     // the result (the mask absorbed into `causal`, the scale, repeat_kv).
     SmallVector<Value> stops{q, v, k};
     if (mask)
       stops.push_back(mask);
+    stops.append(maskFactors.begin(), maskFactors.end());
     if (auto t = def<onnx::TransposeOp>(k))
       stops.push_back(t.getData());
     SmallVector<Operation *> matched;
@@ -359,12 +420,14 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         getElementTypeOrSelf(v.getType()) != e ||
         getElementTypeOrSelf(q.getType()) != e)
       return failure();
+    if (!maskFactors.empty())
+      mask = andAll(rewriter, loc, maskFactors);
     auto attn = gated::AttentionOp::create(
         rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(),
         rewriter.getF32FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr, nullptr,
         /*bshd=*/nullptr);
-    if (failed(mlir::verify(attn, /*verifyRecursively=*/false))) {
+    if (!verifiesQuietly(attn)) {
       rewriter.eraseOp(attn);
       return failure();
     }
@@ -432,7 +495,7 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
         rewriter.getF32FloatAttr(scale),
         op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
         nullptr, nullptr, /*bshd=*/nullptr);
-    if (failed(mlir::verify(attn, false))) {
+    if (!verifiesQuietly(attn)) {
       rewriter.eraseOp(attn);
       return failure();
     }
@@ -470,7 +533,7 @@ gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
       gated::GateModeAttr::get(ctx, isMul ? gated::GateMode::multiply
                                           : gated::GateMode::add),
       attn.getBshdAttr());
-  if (failed(mlir::verify(gated, false))) {
+  if (!verifiesQuietly(gated)) {
     rewriter.eraseOp(gated);
     return {};
   }

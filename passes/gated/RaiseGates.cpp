@@ -104,7 +104,7 @@ struct GatePattern : RewritePattern {
           rewriter, fuseLocs(getContext(), matched), p.getType(), p, g,
           *placement, act,
           isMul ? gated::GateMode::multiply : gated::GateMode::add);
-      if (failed(mlir::verify(gate, false))) {
+      if (!verifiesQuietly(gate)) {
         rewriter.eraseOp(gate);
         return failure();
       }

@@ -102,7 +102,7 @@ LogicalResult raise(onnx::LinearAttentionOp op) {
       rewriter, loc, TypeRange{outType, stateType}, q, k, v, decay, beta, state,
       *rule, gated::LinearAttentionForm::recurrent, APFloat((float)scale),
       op.getChunkSize(), /*bshd=*/nullptr);
-  if (failed(mlir::verify(la, false))) {
+  if (!verifiesQuietly(la)) {
     rewriter.eraseOp(la);
     return failure();
   }
@@ -205,7 +205,7 @@ bool raiseQuadratic(onnx::MatMulOp mm) {
         Value(), Value(), gated::LinearAttentionRule::gated,
         gated::LinearAttentionForm::recurrent, APFloat((float)scale), 64,
         /*bshd=*/nullptr);
-    if (failed(mlir::verify(la, false))) {
+    if (!verifiesQuietly(la)) {
       rewriter.eraseOp(la);
       return false;
     }

@@ -64,7 +64,7 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
     collectMatched(op.getResult(), {x, y, g}, matched);
     auto r = gated::ResidualOp::create(
         rewriter, fuseLocs(getContext(), matched), t, x, y, g, kind);
-    if (failed(mlir::verify(r, false))) {
+    if (!verifiesQuietly(r)) {
       rewriter.eraseOp(r);
       return failure();
     }

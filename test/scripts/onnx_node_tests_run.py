@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the ONNX backend node tests (onnx 1.22 wheel) of every operator gatec
+"""Runs the ONNX backend node tests (onnx 1.23 wheel, written by onnx_node_data.py) of every operator gatec
 claims on the CPU: `gatec-run --onnx-test-dir DIR` compiles DIR/model.onnx
 into a library and compares each test_data_set_* with its expected outputs
 (atol = rtol = 1e-4; for a model with a float16 output 1e-3 and with a

@@ -221,3 +221,148 @@ func.func @runtime_band_other_size(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf
   %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %y : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// transformers' mask as the TorchScript exporter writes it for SDPA: the
+// causal factor key_iota <= query_iota over Range iotas of the scores' S and
+// T, And the key padding, as an additive Where(m, 0, -inf); softmax guarded
+// by Where(IsNaN(p), 0, p). The causal factor becomes the flag, the padding
+// the mask operand ([B, 1, 1, S], not a [B, 1, T, S] float), the guard goes.
+// CHECK-LABEL: func.func @ts_sdpa_causal_padding
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 mask(%arg3 : tensor<?x1x1x?xi1>) {causal, scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.IsNaN
+// CHECK-NOT: onnx.Softmax
+// CHECK: return %[[A]]
+func.func @ts_sdpa_causal_padding(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %pad: tensor<?x1x1x?xi1>) -> tensor<?x2x?x4xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %a012 = onnx.Constant dense<[0, 1, 2]> : tensor<3xi64>
+  %a013 = onnx.Constant dense<[0, 1, 3]> : tensor<3xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %qs = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %ks = "onnx.Shape"(%k) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %t = "onnx.Gather"(%qs, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = "onnx.Gather"(%ks, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ti = "onnx.Range"(%c0, %t, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %si = "onnx.Range"(%c0, %s, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %t4 = "onnx.Unsqueeze"(%ti, %a013) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x?x1xi64>
+  %s4 = "onnx.Unsqueeze"(%si, %a012) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x1x?xi64>
+  %causal = "onnx.LessOrEqual"(%s4, %t4) : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %m = "onnx.And"(%causal, %pad) : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %add = "onnx.Where"(%m, %zero, %ninf) : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scs = "onnx.Mul"(%sc, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %sm = "onnx.Add"(%scs, %add) : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %nan = "onnx.IsNaN"(%p) : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xi1>
+  %pg = "onnx.Where"(%nan, %zero, %p) : (tensor<?x2x?x?xi1>, tensor<f32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%pg, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// query_iota <= key_iota (j >= t) is not causal: the mask stays a mask.
+// CHECK-LABEL: func.func @anti_causal_is_a_mask
+// CHECK: gated.attention %arg0, %arg1, %arg2 mask(%{{.*}} : tensor<?x1x?x?xf32>) {scale = 5.000000e-01 : f32}
+func.func @anti_causal_is_a_mask(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %pad: tensor<?x1x1x?xi1>) -> tensor<?x2x?x4xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %a012 = onnx.Constant dense<[0, 1, 2]> : tensor<3xi64>
+  %a013 = onnx.Constant dense<[0, 1, 3]> : tensor<3xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %qs = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %ks = "onnx.Shape"(%k) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %t = "onnx.Gather"(%qs, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = "onnx.Gather"(%ks, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ti = "onnx.Range"(%c0, %t, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %si = "onnx.Range"(%c0, %s, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %t4 = "onnx.Unsqueeze"(%ti, %a013) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x?x1xi64>
+  %s4 = "onnx.Unsqueeze"(%si, %a012) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x1x?xi64>
+  %anti = "onnx.LessOrEqual"(%t4, %s4) : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %m = "onnx.And"(%anti, %pad) : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %add = "onnx.Where"(%m, %zero, %ninf) : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scs = "onnx.Mul"(%sc, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %sm = "onnx.Add"(%scs, %add) : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// An iota over a size not provably the scores' key length (a dim of the
+// padding mask, not of K) is not the causal factor.
+// CHECK-LABEL: func.func @iota_of_another_size
+// CHECK: gated.attention %arg0, %arg1, %arg2 mask(%{{.*}} : tensor<?x1x?x?xf32>) {scale = 5.000000e-01 : f32}
+func.func @iota_of_another_size(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %pad: tensor<?x1x1x?xi1>) -> tensor<?x2x?x4xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %c3 = onnx.Constant dense<3> : tensor<i64>
+  %a012 = onnx.Constant dense<[0, 1, 2]> : tensor<3xi64>
+  %a013 = onnx.Constant dense<[0, 1, 3]> : tensor<3xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %qs = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %ps = "onnx.Shape"(%pad) <{start = 0 : i64}> : (tensor<?x1x1x?xi1>) -> tensor<4xi64>
+  %t = "onnx.Gather"(%qs, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = "onnx.Gather"(%ps, %c3) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ti = "onnx.Range"(%c0, %t, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %si = "onnx.Range"(%c0, %s, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %t4 = "onnx.Unsqueeze"(%ti, %a013) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x?x1xi64>
+  %s4 = "onnx.Unsqueeze"(%si, %a012) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x1x?xi64>
+  %causal = "onnx.LessOrEqual"(%s4, %t4) : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %m = "onnx.And"(%causal, %pad) : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %add = "onnx.Where"(%m, %zero, %ninf) : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scs = "onnx.Mul"(%sc, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %sm = "onnx.Add"(%scs, %add) : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Kᵀ as the dynamo exporter's SDPA writes it: K flattened to [B·H, S, D],
+// transposed, and reshaped back to [B, H, D, S] with sizes read from
+// Shape(K). The attention reads K itself.
+// CHECK-LABEL: func.func @dynamo_flat_key_transpose
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 {scale = 5.000000e-01 : f32}
+// CHECK-NOT: onnx.Reshape
+// CHECK: return %[[A]]
+func.func @dynamo_flat_key_transpose(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32> {
+  %n = "onnx.NoValue"() {value} : () -> none
+  %m1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %m2 = onnx.Constant dense<[-2]> : tensor<1xi64>
+  %z = onnx.Constant dense<[0]> : tensor<1xi64>
+  %big = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %ks = "onnx.Shape"(%k) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %d = "onnx.Slice"(%ks, %m1, %big, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %s = "onnx.Slice"(%ks, %m2, %m1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %bh = "onnx.Slice"(%ks, %z, %m2, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<2xi64>
+  %in = "onnx.Concat"(%m1, %s, %d) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %k3 = "onnx.Reshape"(%k, %in) : (tensor<?x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x4xf32>
+  %k3t = "onnx.Transpose"(%k3) {perm = array<i64: 0, 2, 1>} : (tensor<?x?x4xf32>) -> tensor<?x4x?xf32>
+  %out = "onnx.Concat"(%bh, %d, %s) {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kt = "onnx.Reshape"(%k3t, %out) : (tensor<?x4x?xf32>, tensor<4xi64>) -> tensor<?x2x4x?xf32>
+  %qs = "onnx.Mul"(%q, %half) : (tensor<?x2x?x4xf32>, tensor<f32>) -> tensor<?x2x?x4xf32>
+  %sc = "onnx.MatMul"(%qs, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%sc) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
