@@ -43,6 +43,27 @@ Value gateSource(Value g) {
 
 bool isSigmoid(Value v) { return (bool)def<onnx::SigmoidOp>(v); }
 
+/// Whether v is computed from x (x is v or reaches it through operands).
+bool computedFrom(Value v, Value x) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value u = work.pop_back_val();
+    if (u == x)
+      return true;
+    if (!seen.insert(u).second)
+      continue;
+    if (Operation *d = u.getDefiningOp())
+      work.append(d->operand_begin(), d->operand_end());
+  }
+  return false;
+}
+
+/// A residual gate x + g⊙F(x): the gated branch y = F(x) is computed from
+/// the skip x. An embedding scaled by √d and then added to the first
+/// layer's output (Gemma) is no gate: the skip is the scaled value itself.
+bool isResidual(Value x, Value y) { return computedFrom(y, x); }
+
 /// 1 − s as Sub(1, s): returns s.
 Value oneMinus(Value v) {
   auto sub = def<onnx::SubOp>(v);
@@ -92,6 +113,8 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
                      oy->second, logits);
     }
     for (auto [x, term] : {std::pair(a, b), std::pair(b, a)}) {
+      if (!isResidual(x, term))
+        continue;
       // x + σ(g)⊙tanh(u): sigtanh. σ(g)⊙u + x is the output gate when g is
       // computed from x, the input gate when g is computed from u.
       if (auto sy = mulWith(term, isSigmoid)) {

@@ -25,22 +25,43 @@ func.func @gtrxl(%x: tensor<2x16xf32>, %y: tensor<2x16xf32>) -> tensor<2x16xf32>
 
 // -----
 
-// Flamingo tanh(α), ReZero α and LayerScale γ.
+// Flamingo tanh(α), ReZero α and LayerScale γ, each on a branch computed
+// from the residual stream it is added to.
 // CHECK-LABEL: func.func @scalars
-// CHECK: %[[T:.*]] = gated.residual tanh_scalar %arg0, %arg1 gate(%{{.*}} : tensor<1xf32>)
-// CHECK: %[[R:.*]] = gated.residual rezero %[[T]], %arg1 gate(%{{.*}} : tensor<1xf32>)
-// CHECK: gated.residual layerscale %[[R]], %arg1 gate(%{{.*}} : tensor<16xf32>)
-func.func @scalars(%x: tensor<2x16xf32>, %y: tensor<2x16xf32>) -> tensor<2x16xf32> {
+// CHECK: %[[Y1:.*]] = "onnx.Tanh"(%arg0)
+// CHECK: %[[T:.*]] = gated.residual tanh_scalar %arg0, %[[Y1]] gate(%{{.*}} : tensor<1xf32>)
+// CHECK: %[[Y2:.*]] = "onnx.Tanh"(%[[T]])
+// CHECK: %[[R:.*]] = gated.residual rezero %[[T]], %[[Y2]] gate(%{{.*}} : tensor<1xf32>)
+// CHECK: %[[Y3:.*]] = "onnx.Tanh"(%[[R]])
+// CHECK: gated.residual layerscale %[[R]], %[[Y3]] gate(%{{.*}} : tensor<16xf32>)
+func.func @scalars(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
   %alpha = onnx.Constant dense<0.3> : tensor<1xf32>
   %gamma = onnx.Constant dense<0.1> : tensor<16xf32>
   %t = "onnx.Tanh"(%alpha) : (tensor<1xf32>) -> tensor<1xf32>
-  %ty = "onnx.Mul"(%t, %y) : (tensor<1xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %y1 = "onnx.Tanh"(%x) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ty = "onnx.Mul"(%t, %y1) : (tensor<1xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   %a = "onnx.Add"(%x, %ty) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
-  %ay = "onnx.Mul"(%alpha, %y) : (tensor<1xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %y2 = "onnx.Tanh"(%a) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ay = "onnx.Mul"(%alpha, %y2) : (tensor<1xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   %b = "onnx.Add"(%a, %ay) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
-  %gy = "onnx.Mul"(%gamma, %y) : (tensor<16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %y3 = "onnx.Tanh"(%b) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %gy = "onnx.Mul"(%gamma, %y3) : (tensor<16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   %c = "onnx.Add"(%b, %gy) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   return %c : tensor<2x16xf32>
+}
+
+// -----
+
+// Gemma scales the embedding by √d before the first layer: e = x·√d, then
+// e + F(e). The scaled term is the skip, not a gated branch: no ReZero gate.
+// CHECK-LABEL: func.func @scaled_skip_is_no_gate
+// CHECK-NOT: gated.residual
+func.func @scaled_skip_is_no_gate(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %sqrtd = onnx.Constant dense<4.0> : tensor<f32>
+  %e = "onnx.Mul"(%x, %sqrtd) : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %f = "onnx.Tanh"(%e) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %h = "onnx.Add"(%e, %f) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %h : tensor<2x16xf32>
 }
 
 // -----

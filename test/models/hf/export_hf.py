@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Exports tiny Hugging Face transformers decoders to ONNX as users do, with
+both of torch's exporters, and records PyTorch's outputs for gatec's tests
+(test/Models/hf-exports.test).
+
+Every model is built from its transformers config class with a tiny size and
+random weights (torch.manual_seed(0); no model hub is reached), in eval mode,
+with the `sdpa` attention implementation (transformers' default), and exported
+as a prefill graph: inputs `input_ids` and `attention_mask` [batch, seq]
+(int64, dynamic), output `logits` [batch, seq, vocab], no KV cache.
+
+  <arch>_dynamo.onnx  torch.onnx.export(..., dynamo=True), opset 18
+  <arch>_ts.onnx      torch.onnx.export(..., dynamo=False), opset 17
+
+and for each case (b1_t5: batch 1, seq 5; b2_t9: batch 2, seq 9, row 0
+left-padded by 3 tokens) <arch>_<case>_ids.npy, <arch>_<case>_mask.npy and
+<arch>_<case>_logits.npy (PyTorch's logits). A failed export is recorded in
+exports.json with its error and the script goes on.
+
+Regenerate (needs torch and transformers, not needed by the tests):
+  python3 -m venv /tmp/exportenv
+  /tmp/exportenv/bin/pip install torch transformers "onnx==1.23.*" onnxscript onnxruntime
+  /tmp/exportenv/bin/python test/models/hf/export_hf.py [--only llama,qwen3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+import warnings
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VOCAB = 96
+# Shared tiny sizes: d = 32, 4 query heads of 8, 2 KV heads (GQA), 2 layers.
+BASE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=8, max_position_embeddings=128, tie_word_embeddings=False)
+
+
+def configs():
+    """arch -> (transformers config class name, kwargs)."""
+    return {
+        "llama": ("LlamaConfig", {}),
+        "mistral": ("MistralConfig", dict(sliding_window=4)),
+        "qwen3": ("Qwen3Config", {}),
+        "qwen3_moe": ("Qwen3MoeConfig", dict(num_experts=4, num_experts_per_tok=2,
+                                             moe_intermediate_size=32,
+                                             decoder_sparse_step=1, mlp_only_layers=[])),
+        # Only the gated-attention layers; the hybrid model has its own issue.
+        "qwen3_next": ("Qwen3NextConfig", dict(layer_types=["full_attention"] * 2,
+                                               num_experts=4, num_experts_per_tok=2,
+                                               moe_intermediate_size=32,
+                                               shared_expert_intermediate_size=32,
+                                               decoder_sparse_step=1, mlp_only_layers=[],
+                                               partial_rotary_factor=0.5)),
+        "gemma2": ("Gemma2Config", dict(sliding_window=4, query_pre_attn_scalar=8,
+                                        layer_types=["sliding_attention",
+                                                     "full_attention"])),
+        "gemma3": ("Gemma3TextConfig", dict(sliding_window=4, query_pre_attn_scalar=8,
+                                            layer_types=["sliding_attention",
+                                                         "full_attention"])),
+        "phi3": ("Phi3Config", dict(pad_token_id=0)),
+        "olmo2": ("Olmo2Config", {}),
+        "gpt_oss": ("GptOssConfig", dict(num_local_experts=4, num_experts_per_tok=2,
+                                         sliding_window=4,
+                                         layer_types=["sliding_attention",
+                                                      "full_attention"])),
+    }
+
+
+CASES = {"b1_t5": (1, 5, 0), "b2_t9": (2, 9, 3)}
+
+
+MOE = {"qwen3_moe", "qwen3_next", "gpt_oss"}
+# The experts implementations tried per exporter, first that exports wins.
+EXPERTS = {"dynamo": ["batched_mm", "eager", "grouped_mm"],
+           "ts": ["eager", "batched_mm", "grouped_mm"]}
+
+
+def build(arch, experts=None):
+    """The model and the attention implementation it got: sdpa (transformers'
+    default) where the architecture supports it, else eager (Gemma2's
+    softcapping)."""
+    import transformers
+    cls_name, kw = configs()[arch]
+    extra = {"experts_implementation": experts} if experts else {}
+    for attn in ("sdpa", "eager"):
+        cfg = getattr(transformers, cls_name)(**{**BASE, **kw, **extra})
+        cfg._attn_implementation = attn
+        torch.manual_seed(0)
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+        except ValueError:
+            if attn == "eager":
+                raise
+            continue
+        break
+    with torch.no_grad():  # norms' weights off their init so they matter
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    return model.eval(), attn
+
+
+class Prefill(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          use_cache=False).logits
+
+
+def case_inputs(b, t, pad):
+    g = torch.Generator().manual_seed(b * 100 + t)
+    ids = torch.randint(1, VOCAB, (b, t), generator=g)
+    mask = torch.ones(b, t, dtype=torch.int64)
+    if pad:
+        mask[0, :pad] = 0
+        ids[0, :pad] = 0
+    return ids, mask
+
+
+def strip_stack_traces(proto):
+    """The dynamo exporter's per-node stack traces hold absolute paths."""
+    for g in [proto.graph] + list(proto.functions):
+        for n in g.node:
+            keep = [p for p in n.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+            del n.metadata_props[:]
+            n.metadata_props.extend(keep)
+
+
+def export(arch, exporter, model, path):
+    import onnx
+    ids, mask = case_inputs(2, 9, 3)
+    wrapped = Prefill(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "ts":
+            dyn = {"input_ids": {0: "batch", 1: "seq"},
+                   "attention_mask": {0: "batch", 1: "seq"},
+                   "logits": {0: "batch", 1: "seq"}}
+            torch.onnx.export(wrapped, (ids, mask), path, dynamo=False, opset_version=17,
+                              input_names=["input_ids", "attention_mask"],
+                              output_names=["logits"], dynamic_axes=dyn,
+                              do_constant_folding=True)
+        else:
+            B, S = torch.export.Dim("batch"), torch.export.Dim("seq")
+            prog = torch.onnx.export(wrapped, (ids, mask), dynamo=True, opset_version=18,
+                                     input_names=["input_ids", "attention_mask"],
+                                     output_names=["logits"],
+                                     dynamic_shapes={"input_ids": {0: B, 1: S},
+                                                     "attention_mask": {0: B, 1: S}},
+                                     external_data=False, verbose=False)
+            proto = prog.model_proto
+            strip_stack_traces(proto)
+            onnx.save_model(proto, path, save_as_external_data=False)
+
+
+def check_ort(path, arch):
+    """onnxruntime against the recorded PyTorch logits, per case: the max
+    abs error over all tokens and over the real ones (attention_mask 1; a
+    padding token attends to nothing and its value depends on the SDPA
+    backend)."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    errs = {}
+    for case in CASES:
+        ids = np.load(os.path.join(HERE, f"{arch}_{case}_ids.npy"))
+        mask = np.load(os.path.join(HERE, f"{arch}_{case}_mask.npy"))
+        ref = np.load(os.path.join(HERE, f"{arch}_{case}_logits.npy"))
+        (out,) = sess.run(None, {"input_ids": ids, "attention_mask": mask})
+        d = np.abs(out - ref)
+        errs[case] = {"all": float(d.max()), "real": float(d[mask.astype(bool)].max())}
+    return errs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="comma-separated architectures")
+    ap.add_argument("--exporters", default="dynamo,ts")
+    ap.add_argument("--check-only", action="store_true",
+                    help="only rerun onnxruntime on the files there")
+    args = ap.parse_args()
+    archs = [a for a in configs() if not args.only or a in args.only.split(",")]
+    report_path = os.path.join(HERE, "exports.json")
+    report = json.load(open(report_path)) if os.path.exists(report_path) else {}
+    if args.check_only:
+        for key, entry in report.items():
+            arch = key.rsplit("_", 1)[0]
+            path = os.path.join(HERE, key + ".onnx")
+            if arch not in archs or not os.path.exists(path):
+                continue
+            entry.pop("ort_error", None)
+            try:
+                entry["ort_max_abs_err"] = check_ort(path, arch)
+            except Exception as e:
+                entry.pop("ort_max_abs_err", None)
+                entry["ort_error"] = str(e).splitlines()[0][:300]
+        archs = []
+    for arch in archs:
+        model, attn = build(arch)
+        for case, (b, t, pad) in CASES.items():
+            ids, mask = case_inputs(b, t, pad)
+            with torch.no_grad():
+                logits = Prefill(model)(ids, mask)
+            np.save(os.path.join(HERE, f"{arch}_{case}_ids.npy"), ids.numpy())
+            np.save(os.path.join(HERE, f"{arch}_{case}_mask.npy"), mask.numpy())
+            np.save(os.path.join(HERE, f"{arch}_{case}_logits.npy"),
+                    logits.float().numpy())
+        for exporter in args.exporters.split(","):
+            path = os.path.join(HERE, f"{arch}_{exporter}.onnx")
+            key = f"{arch}_{exporter}"
+            entry = {"attn_implementation": attn}
+            errors = []
+            for experts in (EXPERTS[exporter] if arch in MOE else [None]):
+                m = build(arch, experts)[0] if experts else model
+                try:
+                    export(arch, exporter, m, path)
+                except Exception as e:
+                    if os.path.exists(path):
+                        os.remove(path)
+                    errors.append((experts, (type(e).__name__ + ": " + str(e))
+                                   .splitlines()[0][:300]))
+                    traceback.print_exc(limit=2)
+                    continue
+                if experts:
+                    entry["experts_implementation"] = experts
+                break
+            entry["exported"] = os.path.exists(path)
+            if errors:
+                entry["export_errors"] = errors
+            if entry["exported"]:
+                entry["bytes"] = os.path.getsize(path)
+                try:
+                    entry["ort_max_abs_err"] = check_ort(path, arch)
+                except Exception as e:  # onnxruntime cannot load or run it
+                    entry["ort_error"] = str(e).splitlines()[0][:300]
+            report[key] = entry
+            print(key, json.dumps(entry), flush=True)
+    with open(report_path, "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
