@@ -236,7 +236,8 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   };
   // Split: every dim but the split axis is the input's.
   if (auto sp = dyn_cast<SplitOp>(def)) {
-    int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
+    int64_t axis = (int64_t)sp.getAxis();
+    axis = axis < 0 ? axis + rank : axis;
     if (rankOf(sp.getInput()) != rank || i == axis)
       return {Value(), -1};
     return {sp.getInput(), i};
@@ -336,7 +337,8 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   // Gather: data[:axis] ++ indices.shape ++ data[axis+1:].
   if (auto g = dyn_cast<GatherOp>(def)) {
     int64_t rd = rankOf(g.getData()), ri = rankOf(g.getIndices());
-    int64_t axis = g.getAxis() < 0 ? g.getAxis() + rd : g.getAxis();
+    int64_t axis = (int64_t)g.getAxis();
+    axis = axis < 0 ? axis + rd : axis;
     if (rd < 0 || ri < 0 || rd + ri - 1 != rank || axis < 0 || axis >= rd)
       return {Value(), -1};
     if (i < axis)
@@ -347,7 +349,8 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
   }
   // Concat: every dim but the axis is each input's.
   if (auto c = dyn_cast<ConcatOp>(def)) {
-    int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+    int64_t axis = (int64_t)c.getAxis();
+    axis = axis < 0 ? axis + rank : axis;
     if (i == axis || c.getInputs().empty() ||
         rankOf(c.getInputs().front()) != rank)
       return {Value(), -1};
@@ -379,8 +382,7 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
           ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp, SoftmaxOp,
           SoftplusOp, IdentityOp, LayerNormalizationOp, RMSNormalizationOp,
           CosOp, SinOp, TriluOp, CumSumOp, AbsOp, NotOp, EqualOp, LessOp,
-          LessOrEqualOp, GreaterOp, GreaterOrEqualOp, AndOp, OrOp>(
-          def) ||
+          LessOrEqualOp, GreaterOp, GreaterOrEqualOp, AndOp, OrOp>(def) ||
       def->getDialect()->getNamespace() == "gated") {
     for (Value o : def->getOperands()) {
       auto t = dyn_cast<RankedTensorType>(o.getType());

@@ -22,7 +22,8 @@ bool near(std::optional<double> v, double want, double tol = 1e-5) {
 }
 
 /// x·W with W a constant 2-D matrix, or columns [start, end) of such a
-/// product (the fused [W|V] projection that torch.chunk splits).
+/// product (the fused [W|V] projection that torch.chunk splits: a Slice or
+/// an output of Split along the last axis).
 struct Proj {
   mutable onnx::MatMulOp mm;
   int64_t start = -1, end = -1;
@@ -69,6 +70,32 @@ Proj projection(Value v) {
     if (a < 0 || a >= b || n == ShapedType::kDynamic)
       return p;
     inner.start = a, inner.end = b;
+    return inner;
+  }
+  if (auto sp = def<onnx::SplitOp>(v)) {
+    // Split along the last axis (Phi3's gate_up): output r is the columns
+    // after the outputs before it, sizes from their static result types.
+    int64_t rank = shapeOf(v).size();
+    int64_t axis = (int64_t)sp.getAxis();
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis != rank - 1)
+      return p;
+    Proj inner = projection(sp.getInput());
+    if (!inner || inner.start >= 0)
+      return p;
+    int64_t start = 0, r = cast<OpResult>(v).getResultNumber();
+    for (int64_t i = 0; i <= r; ++i) {
+      auto s = shapeOf(sp->getResult(i));
+      if (s.empty() || s.back() == ShapedType::kDynamic)
+        return p;
+      if (i < r)
+        start += s.back();
+    }
+    int64_t n = shapeOf(inner.mm.getB())[1];
+    int64_t end = start + shapeOf(v).back();
+    if (n == ShapedType::kDynamic || end > n || start >= end)
+      return p;
+    inner.start = start, inner.end = end;
     return inner;
   }
   auto mm = def<onnx::MatMulOp>(v);

@@ -17,6 +17,26 @@ func.func @swiglu(%x: tensor<2x16xf32>) -> tensor<2x24xf32> {
 
 // -----
 
+// Phi3's fused gate_up projection split in two with Split (num_outputs 2)
+// on the last axis: gate = columns [0, 2), up = [2, 4) of x·[W|V].
+// CHECK-LABEL: func.func @swiglu_split_gate_up
+// CHECK-DAG: %[[W:.*]] = onnx.Constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[V:.*]] = onnx.Constant dense<{{\[}}[3.000000e+00, 4.000000e+00], [7.000000e+00, 8.000000e+00]]> : tensor<2x2xf32>
+// CHECK: %[[G:.*]] = gated.glu silu %arg0, %[[W]], %[[V]] : tensor<3x2xf32>, tensor<2x2xf32>, tensor<2x2xf32> -> tensor<3x2xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @swiglu_split_gate_up(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %n = "onnx.NoValue"() {value} : () -> none
+  %wv = onnx.Constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<2x4xf32>
+  %p = "onnx.MatMul"(%x, %wv) : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %a, %b = "onnx.Split"(%p, %n) {axis = -1 : i64, num_outputs = 2 : i64} : (tensor<3x4xf32>, none) -> (tensor<3x2xf32>, tensor<3x2xf32>)
+  %s = "onnx.Sigmoid"(%a) : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %silu = "onnx.Mul"(%a, %s) : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %y = "onnx.Mul"(%b, %silu) : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
 // GEGLU with the erf GELU decomposed: 0.5 · a · (1 + erf(a / √2)) · (x·V).
 // CHECK-LABEL: func.func @geglu
 // CHECK: gated.glu gelu %arg0
