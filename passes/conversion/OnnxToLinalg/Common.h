@@ -308,6 +308,11 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l);
 LogicalResult lower(onnx::GatherOp op, Lowerer &l);
 LogicalResult lower(onnx::TileOp op, Lowerer &l);
 
+// GatherScatter.cpp
+LogicalResult lower(onnx::GatherNDOp op, Lowerer &l);
+LogicalResult lower(onnx::ScatterNDOp op, Lowerer &l);
+LogicalResult lower(onnx::ScatterElementsOp op, Lowerer &l);
+
 // Reshape.cpp
 LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);
 LogicalResult lower(onnx::FlattenOp op, Lowerer &l);
