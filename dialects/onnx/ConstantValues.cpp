@@ -382,7 +382,8 @@ std::pair<Value, int64_t> dimSource(Value v, int64_t i) {
           ReluOp, ExpOp, NegOp, SqrtOp, ReciprocalOp, ErfOp, GeluOp, SoftmaxOp,
           SoftplusOp, IdentityOp, LayerNormalizationOp, RMSNormalizationOp,
           CosOp, SinOp, TriluOp, CumSumOp, AbsOp, NotOp, EqualOp, LessOp,
-          LessOrEqualOp, GreaterOp, GreaterOrEqualOp, AndOp, OrOp>(def) ||
+          LessOrEqualOp, GreaterOp, GreaterOrEqualOp, AndOp, OrOp, IsNaNOp,
+          IsInfOp, MaxOp, MinOp, ClipOp, LogOp>(def) ||
       def->getDialect()->getNamespace() == "gated") {
     for (Value o : def->getOperands()) {
       auto t = dyn_cast<RankedTensorType>(o.getType());

@@ -270,6 +270,32 @@ bool isDimOf(const onnx::DimExpr &e, Value k, int64_t i) {
   return e.src && onnx::sameDim(e.src, e.dim, k, i);
 }
 
+/// x through Reshapes to its own shape (every element of the shape is x's
+/// dim there, but one that may be -1, as the dynamo exporter writes
+/// `view(B, -1, T, D)` of a [B, H, T, D] tensor).
+Value peelIdentityReshapes(Value v) {
+  while (auto r = def<onnx::ReshapeOp>(v)) {
+    Value x = r.getData();
+    auto dims = onnx::getShapeDims(r.getShape());
+    int64_t rank = shapeOf(x).size();
+    if (!dims || (int64_t)dims->size() != rank || shapeOf(v).size() != rank)
+      break;
+    // Every element x's dim, but one -1 (which then infers x's dim).
+    int64_t inferred = 0;
+    bool same = true;
+    for (int64_t i = 0; i < rank && same; ++i) {
+      const onnx::DimExpr &e = (*dims)[i];
+      if (e.value && *e.value == -1 && !inferred++)
+        continue;
+      same = isDimOf(e, x, i);
+    }
+    if (!same)
+      break;
+    v = x;
+  }
+  return v;
+}
+
 /// Kᵀ as onnxscript's scaled_dot_product_attention writes it (the dynamo
 /// exporter): Reshape(Transpose(Reshape(k, [-1, S, D]), [0, 2, 1]),
 /// [B, H, D, S]) with the sizes read from Shape(k). Returns k (4-D), or null.
@@ -613,8 +639,10 @@ struct G1Gate : RewritePattern {
       auto tr = def<onnx::TransposeOp>(t);
       if (!tr || permutationOf(tr) != SmallVector<int64_t>{0, 2, 1, 3})
         continue;
-      auto attn = def<gated::AttentionOp>(tr.getData());
-      if (!attn || attn.getGate() || !attn->hasOneUse() || !t.hasOneUse())
+      Value core = peelIdentityReshapes(tr.getData());
+      auto attn = def<gated::AttentionOp>(core);
+      if (!attn || attn.getGate() || !attn->hasOneUse() || !t.hasOneUse() ||
+          !tr.getData().hasOneUse())
         continue;
       auto as = shapeOf(attn.getResult());
       if (as.size() != 4 || as[1] == kDyn || as[3] == kDyn)

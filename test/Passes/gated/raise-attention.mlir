@@ -366,3 +366,40 @@ func.func @dynamo_flat_key_transpose(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4
   %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %y : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Qwen3-Next's G1 gate as the dynamo exporter writes it: the attention
+// output goes through view(B, -1, T, D) (a Reshape to its own shape) before
+// the head transpose and the gate multiply (sizes read from the input, as
+// the exporter reads them).
+// CHECK-LABEL: func.func @g1_after_identity_reshape
+// CHECK: gated.attention %arg0, %arg1, %arg2 gate(%{{.*}} : tensor<?x2x?x4xf32>, sigmoid, elementwise, multiply)
+// CHECK-NOT: onnx.Sigmoid
+func.func @g1_after_identity_reshape(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %g: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %n = "onnx.NoValue"() {value} : () -> none
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %m1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %c0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %c1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %c2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %c3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %d4 = onnx.Constant dense<[4]> : tensor<1xi64>
+  %d8 = onnx.Constant dense<[8]> : tensor<1xi64>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = "onnx.Mul"(%s, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%ss) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %ys = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %b = "onnx.Slice"(%ys, %c0, %c1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %t = "onnx.Slice"(%ys, %c2, %c3, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %view = "onnx.Concat"(%b, %m1, %t, %d4) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %yv = "onnx.Reshape"(%y, %view) {allowzero = 1 : i64} : (tensor<?x2x?x4xf32>, tensor<4xi64>) -> tensor<?x2x?x4xf32>
+  %yt = "onnx.Transpose"(%yv) {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x2x?x4xf32>) -> tensor<?x?x2x4xf32>
+  %flat = "onnx.Concat"(%b, %t, %d8) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %yf = "onnx.Reshape"(%yt, %flat) {allowzero = 1 : i64} : (tensor<?x?x2x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %o = "onnx.Mul"(%yf, %sg) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %o : tensor<?x?x8xf32>
+}
