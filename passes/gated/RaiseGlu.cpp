@@ -21,21 +21,25 @@ bool near(std::optional<double> v, double want, double tol = 1e-5) {
   return v && std::fabs(*v - want) <= tol * std::max(1.0, std::fabs(want));
 }
 
-/// x·W with W a constant 2-D matrix, or columns [start, end) of such a
-/// product (the fused [W|V] projection that torch.chunk splits: a Slice or
-/// an output of Split along the last axis).
+/// x·W with W a constant 2-D matrix (MatMul, or Gemm with alpha 1, no C
+/// and W written transposed when transB = 1, as the exporters write
+/// nn.Linear over 2-D rows), or columns [start, end) of such a product (the
+/// fused [W|V] projection that torch.chunk splits: a Slice or an output of
+/// Split along the last axis).
 struct Proj {
-  mutable onnx::MatMulOp mm;
+  Operation *op = nullptr;
+  Value xv, w;             // x and the weight operand as written
+  bool transposed = false; // w is Wᵀ ([N, K])
   int64_t start = -1, end = -1;
-  explicit operator bool() const { return (bool)mm; }
-  Value x() const { return mm.getA(); }
-  int64_t cols() const {
-    return start >= 0 ? end - start : shapeOf(mm.getB())[1];
-  }
-  /// The weight, sliced at compile time when this is a column range.
+  explicit operator bool() const { return op; }
+  Value x() const { return xv; }
+  int64_t width() const { return shapeOf(w)[transposed ? 0 : 1]; }
+  int64_t cols() const { return start >= 0 ? end - start : width(); }
+  /// The [K, N] weight, transposed and sliced at compile time as needed.
   Value weight(PatternRewriter &rewriter, Location loc) const {
+    Value m = transposed ? transpose(rewriter, loc, w, {1, 0}) : w;
     if (start < 0)
-      return mm.getB();
+      return m;
     auto i64 = [&](int64_t v) -> Value {
       auto t = RankedTensorType::get({1}, rewriter.getI64Type());
       return onnx::ConstantOp::create(rewriter, loc,
@@ -43,7 +47,7 @@ struct Proj {
     };
     Value none = onnx::NoValueOp::create(rewriter, loc);
     return createOnnx(rewriter, loc, "Slice",
-                      {mm.getB(), i64(start), i64(end), i64(1), none});
+                      {m, i64(start), i64(end), i64(1), none});
   }
 };
 
@@ -65,7 +69,7 @@ Proj projection(Value v) {
     Proj inner = projection(sl.getData());
     if (!inner || inner.start >= 0)
       return p;
-    int64_t n = shapeOf(inner.mm.getB())[1];
+    int64_t n = inner.width();
     int64_t a = (*starts)[0], b = std::min((*ends)[0], n);
     if (a < 0 || a >= b || n == ShapedType::kDynamic)
       return p;
@@ -91,17 +95,28 @@ Proj projection(Value v) {
       if (i < r)
         start += s.back();
     }
-    int64_t n = shapeOf(inner.mm.getB())[1];
+    int64_t n = inner.width();
     int64_t end = start + shapeOf(v).back();
     if (n == ShapedType::kDynamic || end > n || start >= end)
       return p;
     inner.start = start, inner.end = end;
     return inner;
   }
-  auto mm = def<onnx::MatMulOp>(v);
-  if (!mm || !isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
+  if (auto mm = def<onnx::MatMulOp>(v)) {
+    if (!isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
+      return p;
+    p.op = mm, p.xv = mm.getA(), p.w = mm.getB();
     return p;
-  p.mm = mm;
+  }
+  if (auto g = def<onnx::GemmOp>(v)) {
+    if (!isConstant(g.getB()) || shapeOf(g.getB()).size() != 2 ||
+        !isa<NoneType>(g.getC().getType()) || g.getTransA() != 0 ||
+        g.getAlpha().convertToDouble() != 1.0)
+      return p;
+    p.op = g, p.xv = g.getA(), p.w = g.getB();
+    p.transposed = g.getTransB() != 0;
+    return p;
+  }
   return p;
 }
 
@@ -200,11 +215,10 @@ Value tanhTerm(Value v) {
 LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
                            Proj &v, gated::GluActivation act) {
   if (w.x() != v.x() || w.cols() != v.cols() ||
-      (w.mm.getB().getType() != v.mm.getB().getType() && w.start < 0 &&
-       v.start < 0))
+      shapeOf(w.w)[w.transposed ? 1 : 0] != shapeOf(v.w)[v.transposed ? 1 : 0])
     return failure();
   SmallVector<Operation *> matched;
-  collectMatched(op->getResult(0), {w.x(), w.mm.getB(), v.mm.getB()}, matched);
+  collectMatched(op->getResult(0), {w.x(), w.w, v.w}, matched);
   Location loc = fuseLocs(rewriter.getContext(), matched);
   auto glu = gated::GluOp::create(rewriter, loc, op->getResult(0).getType(),
                                   w.x(), w.weight(rewriter, loc),

@@ -37,6 +37,30 @@ func.func @swiglu_split_gate_up(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
 
 // -----
 
+// nn.Linear over 2-D rows as the dynamo exporter writes it: Gemm(x, W,
+// transB = 1) with W [N, K] (Qwen3-Next's shared expert). The GLU reads the
+// weights transposed to [K, N].
+// CHECK-LABEL: func.func @swiglu_gemm_trans_b
+// CHECK-DAG: %[[WT:.*]] = onnx.Constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[VT:.*]] = onnx.Constant dense<{{\[}}[5.000000e+00, 6.000000e+00], [7.000000e+00, 8.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[W:.*]] = "onnx.Transpose"(%[[WT]]) <{perm = array<i64: 1, 0>}>
+// CHECK-DAG: %[[V:.*]] = "onnx.Transpose"(%[[VT]]) <{perm = array<i64: 1, 0>}>
+// CHECK: %[[G:.*]] = gated.glu silu %arg0, %[[W]], %[[V]] : tensor<3x2xf32>, tensor<2x2xf32>, tensor<2x2xf32> -> tensor<3x2xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @swiglu_gemm_trans_b(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %n = "onnx.NoValue"() {value} : () -> none
+  %w = onnx.Constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %v = onnx.Constant dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf32>
+  %a = "onnx.Gemm"(%x, %w, %n) {alpha = 1.0 : f32, beta = 1.0 : f32, transA = 0 : i64, transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %b = "onnx.Gemm"(%x, %v, %n) {alpha = 1.0 : f32, beta = 1.0 : f32, transA = 0 : i64, transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %s = "onnx.Sigmoid"(%a) : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %silu = "onnx.Mul"(%a, %s) : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %y = "onnx.Mul"(%silu, %b) : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
 // GEGLU with the erf GELU decomposed: 0.5 · a · (1 + erf(a / √2)) · (x·V).
 // CHECK-LABEL: func.func @geglu
 // CHECK: gated.glu gelu %arg0
