@@ -91,8 +91,8 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
             MatMulOp, GemmOp, ConvOp, EinsumOp, CumSumOp, RotaryEmbeddingOp,
             AttentionOp, ShapeOp, SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp,
             FlattenOp, UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp,
-            SplitOp, ExpandOp, GatherOp, TileOp, TriluOp, SwiGLUOp>(
-          [&](auto o) { return lower(o, l); })
+            SplitOp, ExpandOp, GatherOp, TileOp, TriluOp, SwiGLUOp, ModOp,
+            PadOp>([&](auto o) { return lower(o, l); })
       .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
 }
 
