@@ -133,6 +133,12 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       crop leaves empty, a reflect pad not smaller than the dim, axes out
       of range, pads of another length than 2 * axes or a result over 2^47
       bytes fail a cf.assert naming the node (constant ones are errors).
+    - OneHot is one generic (indices and depth of any numeric type,
+      truncated; out-of-range indices give a row of off_value; a depth
+      below 1 fails a cf.assert). TopK is a generic whose element k finds
+      its index by k + 1 selection passes over the row (ties by lower
+      index, NaN above every number, as onnxruntime), then one gathering
+      the values; K outside [0, n] fails a cf.assert.
 
     Dynamic dimensions are taken with tensor.dim (or read from the shape
     operand); a dynamic dimension that broadcasts is taken to have the

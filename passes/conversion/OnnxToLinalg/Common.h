@@ -328,6 +328,10 @@ LogicalResult lower(onnx::TileOp op, Lowerer &l);
 // Pad.cpp
 LogicalResult lower(onnx::PadOp op, Lowerer &l);
 
+// Selection.cpp
+LogicalResult lower(onnx::OneHotOp op, Lowerer &l);
+LogicalResult lower(onnx::TopKOp op, Lowerer &l);
+
 // Reshape.cpp
 LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);
 LogicalResult lower(onnx::FlattenOp op, Lowerer &l);
