@@ -71,7 +71,10 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       (numpy's answer; no trap); a divisor read at run time is checked
       (any 0 fails a cf.assert naming the node: ONNX leaves it undefined)
       and divided through a copy with 0 and -1 replaced by 1; a constant
-      divisor holding 0 is an error, one without 0 or -1 no check. Cast
+      divisor holding 0 is an error, one without 0 or -1 no check; integer
+      Mod is checked the same way (x % -1 = 0; fmod 0 takes the divisor's
+      sign, fmod 1 the dividend's), float Mod is fmod (fmod 1) or numpy's
+      mod (fmod 0, Mod-28) in f32 or f64. Cast
       from float to integer truncates toward zero, to bool is `x != 0`, to bf16 rounds to nearest
       even in integer arithmetic. Transcendental maths of f16/bf16 is
       computed in f32. Unsigned integers keep their tensor types; their
@@ -122,6 +125,20 @@ def ConvertOnnxToLinalg : Pass<"convert-onnx-to-linalg", "mlir::func::FuncOp"> {
       cf.assert naming the node (indices read at run time: one AND
       reduction over them; constant ones against a dynamic dim: their
       extremes; against a static dim: a compile error).
+    - Pad (constant, reflect, edge, wrap; pads, constant_value and axes
+      constant or read at run time; negative pads crop first, as in
+      onnxruntime) is one generic reading the source element of each
+      output element (constant mode under an scf.if: the cropped input may
+      be empty). A result dim < 0, edge/reflect/wrap padding of a dim the
+      crop leaves empty, a reflect pad not smaller than the dim, axes out
+      of range, pads of another length than 2 * axes or a result over 2^47
+      bytes fail a cf.assert naming the node (constant ones are errors).
+    - OneHot is one generic (indices and depth of any numeric type,
+      truncated; out-of-range indices give a row of off_value; a depth
+      below 1 fails a cf.assert). TopK is a generic whose element k finds
+      its index by k + 1 selection passes over the row (ties by lower
+      index, NaN above every number, as onnxruntime), then one gathering
+      the values; K outside [0, n] fails a cf.assert.
 
     Dynamic dimensions are taken with tensor.dim (or read from the shape
     operand); a dynamic dimension that broadcasts is taken to have the

@@ -430,6 +430,29 @@ void Lowerer::checkAll(Value t,
   cf::AssertOp::create(b, all, message.str());
 }
 
+void Lowerer::checkBufferSize(ArrayRef<OpFoldResult> sizes, Type e,
+                              const Twine &message) {
+  bool runTime = llvm::any_of(sizes, [](OpFoldResult s) {
+    auto v = dyn_cast<Value>(s);
+    return v && !v.getDefiningOp<tensor::DimOp>();
+  });
+  if (!runTime)
+    return;
+  Type i128 = b.getIntegerType(128);
+  int64_t bytes = std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+  Value cap = scalar(b, i128, (double)(int64_t(1) << 62));
+  Value n = scalar(b, i128, 1);
+  for (OpFoldResult s : sizes) {
+    Value v = arith::IndexCastOp::create(b, i128, val(s));
+    v = arith::MaxSIOp::create(b, v, scalar(b, i128, 0));
+    n = arith::MinSIOp::create(b, arith::MulIOp::create(b, n, v), cap);
+  }
+  Value ok = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::sle, n,
+      scalar(b, i128, (double)((int64_t(1) << 47) / bytes)));
+  cf::AssertOp::create(b, ok, message.str());
+}
+
 Value Lowerer::countOf(Value x, ArrayRef<int64_t> axes, Type t) {
   OpFoldResult n = idx(1);
   for (int64_t a : axes)
@@ -531,6 +554,14 @@ std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank) {
 
 Value cidx(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
+}
+
+Value constantElement(ImplicitLocOpBuilder &b, Value v, int64_t i) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(onnx::getConstantAttr(v));
+  if (!dense || i < 0 || i >= dense.getNumElements() || !v.getDefiningOp())
+    return Value();
+  ImplicitLocOpBuilder cb(v.getDefiningOp()->getLoc(), b);
+  return constant(cb, cast<TypedAttr>(dense.getValues<Attribute>()[i]));
 }
 
 Value indexAt(ImplicitLocOpBuilder &b, Value t, Value i) {

@@ -196,6 +196,15 @@ struct Lowerer {
   void checkAll(Value t, function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
                 const Twine &message);
 
+  /// A cf.assert with `message` that a tensor of `sizes` (each >= 0) and
+  /// element type `e` needs at most 2^47 bytes (what x86-64 can address):
+  /// a product of sizes read at run time could otherwise wrap around and
+  /// allocate too small a buffer. The product saturates (in i128), so no
+  /// product of sizes wraps. Nothing is built when every size is a constant
+  /// or a tensor's dim.
+  void checkBufferSize(ArrayRef<OpFoldResult> sizes, Type e,
+                       const Twine &message);
+
   /// The number of elements of `x` over `axes`, as a scalar of float type t.
   Value countOf(Value x, ArrayRef<int64_t> axes, Type t);
 
@@ -230,6 +239,13 @@ std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank);
 
 /// An index constant.
 Value cidx(ImplicitLocOpBuilder &b, int64_t v);
+
+/// Element `i` of the onnx operand `v` when it is a small dense constant (an
+/// initializer), as a scalar arith.constant at the constant's location, or
+/// null. The weight accounting (--check-weights) finds the initializer
+/// there, where a generic reading the tensor at a constant index would be
+/// folded into a constant at the reading op's location.
+Value constantElement(ImplicitLocOpBuilder &b, Value v, int64_t i);
 
 /// Element `i` (an index value) of an integer tensor as an index.
 Value indexAt(ImplicitLocOpBuilder &b, Value t, Value i);
@@ -273,6 +289,7 @@ LogicalResult lower(onnx::IsNaNOp, Lowerer &l);
 LogicalResult lower(onnx::DropoutOp op, Lowerer &l);
 LogicalResult lower(onnx::ClipOp op, Lowerer &l);
 LogicalResult lower(onnx::SwiGLUOp op, Lowerer &l);
+LogicalResult lower(onnx::ModOp op, Lowerer &l);
 
 // Contraction.cpp
 /// A contraction over the loops [0, nLoops), the first `out.getRank()`
@@ -312,6 +329,13 @@ LogicalResult lower(onnx::TileOp op, Lowerer &l);
 LogicalResult lower(onnx::GatherNDOp op, Lowerer &l);
 LogicalResult lower(onnx::ScatterNDOp op, Lowerer &l);
 LogicalResult lower(onnx::ScatterElementsOp op, Lowerer &l);
+
+// Pad.cpp
+LogicalResult lower(onnx::PadOp op, Lowerer &l);
+
+// Selection.cpp
+LogicalResult lower(onnx::OneHotOp op, Lowerer &l);
+LogicalResult lower(onnx::TopKOp op, Lowerer &l);
 
 // Reshape.cpp
 LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);

@@ -2,8 +2,8 @@
 //
 // The element-wise onnx ops as linalg.generic ops over their operands
 // broadcast (ONNX multidirectional rules): the unary maths, Add ... Sum and
-// Pow, the comparisons, And / Or / Not, Where, Cast / CastLike, IsInf, IsNaN,
-// Dropout and Clip, with the scalar maths of their bodies.
+// Pow, Mod, the comparisons, And / Or / Not, Where, Cast / CastLike, IsInf,
+// IsNaN, Dropout, Clip and SwiGLU, with the scalar maths of their bodies.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
@@ -227,21 +227,25 @@ LogicalResult lowerUnary(Operation *op, Lowerer &l) {
       }));
 }
 
-/// Integer Div. ONNX leaves a division by zero undefined and x86 traps on
-/// it (SIGFPE), as on INT_MIN / -1: a divisor read at run time is checked
-/// (a run-time error naming the node if any element is 0) and divided
-/// through a safe copy (0 and -1 replaced by 1, so no element can trap
-/// whatever path the check takes); x / -1 is the wrapping negation (INT_MIN
-/// / -1 = INT_MIN, as numpy). A constant divisor holding 0 is a compile
-/// error; one without 0 or -1 divides as it is (no check).
-static LogicalResult lowerIntDiv(Lowerer &l) {
+/// Integer Div and Mod. ONNX leaves a division by zero undefined and x86
+/// traps on it (SIGFPE), as on INT_MIN / -1 and INT_MIN % -1: a divisor
+/// read at run time is checked (a run-time error naming the node if any
+/// element is 0) and divided through a safe copy (0 and -1 replaced by 1, so
+/// no element can trap whatever path the check takes); x / -1 is the
+/// wrapping negation (INT_MIN / -1 = INT_MIN, as numpy), x % -1 is 0. A
+/// constant divisor holding 0 is a compile error; one without 0 or -1
+/// divides as it is (no check). Mod with fmod = 1 is C's remainder (the
+/// sign of x), with fmod = 0 Python's (the sign of y: a remainder of the
+/// other sign than y has y added); unsigned integers have one remainder.
+static LogicalResult lowerIntDivMod(Lowerer &l, bool mod, bool fmod) {
   RankedTensorType t = l.resultType();
   Type e = t.getElementType();
   bool u = isUnsignedInt(e);
   bool minusOne = !u, zero = true;
+  StringRef what = mod ? "modulo" : "division";
   if (auto c = onnx::getConstantInts(l.op->getOperand(1))) {
     if (llvm::is_contained(*c, 0))
-      return l.fail("integer division by zero (a constant divisor of 0)");
+      return l.fail("integer " + what + " by zero (a constant divisor of 0)");
     zero = false;
     minusOne = !u && llvm::is_contained(*c, -1);
   }
@@ -253,41 +257,95 @@ static LogicalResult lowerIntDiv(Lowerer &l) {
           return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, y,
                                        scalar(b, y.getType(), 0));
         },
-        "gatec: integer division by zero in " + describeOp(l.op->getLoc()) +
-            " (Div)");
+        "gatec: integer " + what + " by zero in " + describeOp(l.op->getLoc()) +
+            (mod ? " (Mod)" : " (Div)"));
   return l.done(l.elementwise(
       t, {l.in[0], l.in[1]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
         Value x = toSignless(b, a[0]), y = toSignless(b, a[1]);
-        if (!zero && !minusOne)
-          return castScalar(b,
-                            u ? (Value)arith::DivUIOp::create(b, x, y)
-                              : (Value)arith::DivSIOp::create(b, x, y),
-                            e);
         Type it = x.getType();
         using P = arith::CmpIPredicate;
-        Value one = scalar(b, it, 1);
-        Value bad =
-            zero ? (Value)arith::CmpIOp::create(b, P::eq, y, scalar(b, it, 0))
-                 : Value();
+        auto divide = [&](Value d) -> Value {
+          if (mod)
+            return u ? (Value)arith::RemUIOp::create(b, x, d)
+                     : (Value)arith::RemSIOp::create(b, x, d);
+          return u ? (Value)arith::DivUIOp::create(b, x, d)
+                   : (Value)arith::DivSIOp::create(b, x, d);
+        };
+        Value q;
         Value neg1;
-        if (minusOne) {
-          neg1 = arith::CmpIOp::create(b, P::eq, y, scalar(b, it, -1));
-          bad = bad ? (Value)arith::OrIOp::create(b, bad, neg1) : neg1;
+        if (!zero && !minusOne) {
+          q = divide(y);
+        } else {
+          Value one = scalar(b, it, 1);
+          Value bad =
+              zero ? (Value)arith::CmpIOp::create(b, P::eq, y, scalar(b, it, 0))
+                   : Value();
+          if (minusOne) {
+            neg1 = arith::CmpIOp::create(b, P::eq, y, scalar(b, it, -1));
+            bad = bad ? (Value)arith::OrIOp::create(b, bad, neg1) : neg1;
+          }
+          // x % 1 = 0 is x % -1 too.
+          q = divide(arith::SelectOp::create(b, bad, one, y));
+          if (minusOne && !mod)
+            q = arith::SelectOp::create(
+                b, neg1, arith::SubIOp::create(b, scalar(b, it, 0), x), q);
         }
-        Value safe = arith::SelectOp::create(b, bad, one, y);
-        Value q = u ? (Value)arith::DivUIOp::create(b, x, safe)
-                    : (Value)arith::DivSIOp::create(b, x, safe);
-        if (minusOne)
-          q = arith::SelectOp::create(
-              b, neg1, arith::SubIOp::create(b, scalar(b, it, 0), x), q);
+        if (mod && !fmod && !u) {
+          // |q| < |y|: q + y does not overflow when their signs differ.
+          Value z = scalar(b, it, 0);
+          Value differ =
+              arith::XOrIOp::create(b, arith::CmpIOp::create(b, P::slt, q, z),
+                                    arith::CmpIOp::create(b, P::slt, y, z));
+          Value fix = arith::AndIOp::create(
+              b, arith::CmpIOp::create(b, P::ne, q, z), differ);
+          q = arith::SelectOp::create(b, fix, arith::AddIOp::create(b, q, y),
+                                      q);
+        }
         return castScalar(b, q, e);
       }));
+}
+
+/// Float Mod in f32 (or f64): fmod = 1 is C's fmod (exact); fmod = 0
+/// (Mod-28) is Python's and numpy's, the sign of y: a remainder of the
+/// other sign than y has y added, a zero one takes y's sign (x = -3, y =
+/// inf gives inf; NaN where fmod gives NaN: x infinite, y 0 or NaN).
+static Value floatMod(ImplicitLocOpBuilder &b, Value x, Value y, bool fmod) {
+  return inWideFloat(b, x, [&](Value xw) -> Value {
+    Value yw = convert(b, y, xw.getType());
+    Value r = arith::RemFOp::create(b, xw, yw);
+    if (fmod)
+      return r;
+    using P = arith::CmpFPredicate;
+    Value z = scalar(b, xw.getType(), 0);
+    Value differ =
+        arith::XOrIOp::create(b, arith::CmpFOp::create(b, P::OLT, r, z),
+                              arith::CmpFOp::create(b, P::OLT, yw, z));
+    Value fix = arith::AndIOp::create(b, arith::CmpFOp::create(b, P::ONE, r, z),
+                                      differ);
+    r = arith::SelectOp::create(b, fix, arith::AddFOp::create(b, r, yw), r);
+    Value isZero = arith::CmpFOp::create(b, P::OEQ, r, z);
+    return arith::SelectOp::create(b, isZero,
+                                   math::CopySignOp::create(b, r, yw), r);
+  });
+}
+
+LogicalResult lower(onnx::ModOp op, Lowerer &l) {
+  int64_t fmod = (int64_t)op.getFmod();
+  if (fmod != 0 && fmod != 1)
+    return l.fail("fmod = " + Twine(fmod) + " (0 or 1)");
+  RankedTensorType t = l.resultType();
+  if (!isFloat(t.getElementType()))
+    return lowerIntDivMod(l, /*mod=*/true, fmod == 1);
+  return l.done(l.elementwise(t, {l.in[0], l.in[1]},
+                              [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                                return floatMod(b, a[0], a[1], fmod == 1);
+                              }));
 }
 
 LogicalResult lowerBinary(Operation *op, Lowerer &l) {
   RankedTensorType t = l.resultType();
   if (isa<onnx::DivOp>(op) && !isFloat(t.getElementType()))
-    return lowerIntDiv(l);
+    return lowerIntDivMod(l, /*mod=*/false, /*fmod=*/false);
   SmallVector<Value> ins(l.in);
   return l.done(
       l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
