@@ -97,6 +97,11 @@ LogicalResult AttentionOp::verify() {
   if (failed(sameElementType(*this,
                              {getQuery(), getKey(), getValue(), getGate()})))
     return failure();
+  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
+    return emitOpError() << "softcap must be > 0";
+  if (getLeftWindow() && (int64_t)*getLeftWindow() < 0)
+    return emitOpError() << "left_window must be >= 0 (got "
+                         << (int64_t)*getLeftWindow() << ")";
   if (!q.hasRank() || !k.hasRank() || !v.hasRank() || !r.hasRank())
     return success();
   SmallVector<StringRef> attnNames{"query", "key", "value", "result"};

@@ -22,8 +22,12 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     an optional mask and an optional query-dependent output gate:
 
       s[b,h,t,j] = scale · Σ_d query[b,h,t,d] · key[b,h/r,j,d]   (r = Hq/Hkv)
-      s[b,h,t,j] = -inf where causal and j > t, or where a boolean mask is
-                   false; s += mask where the mask is additive (float)
+      s = softcap · tanh(s / softcap)        (with softcap, Gemma2; before
+                                              the masks)
+      s[b,h,t,j] = -inf where causal and j > t, where j < t - left_window
+                   (a sliding window: each query sees itself and the
+                   left_window keys before it), or where a boolean mask
+                   is false; s += mask where the mask is additive (float)
       p = softmax_j(s)                       (in f32; a row whose every
                                               entry is -inf gives p = 0,
                                               so its output is 0)
@@ -38,7 +42,9 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     broadcasts to [B, Hq, T, S] (boolean: true attends, as in ONNX
     Attention-23 and torch SDPA; float: added to the scores). The causal mask
     is aligned top-left (key j is visible to query t iff j <= t), as in ONNX
-    Attention-23 `is_causal` and torch SDPA `is_causal`. The gate is
+    Attention-23 `is_causal` and torch SDPA `is_causal`; `left_window` is
+    ONNX Attention-25's left_window_size at query position t (a transformers
+    sliding window of W keys is left_window = W - 1). The gate is
     [B, Hq, T, Dv] (elementwise) or [B, Hq, T, 1] (headwise); act is
     `gate_activation` (sigmoid, ns_sigmoid = 0.5 + 0.5·σ, silu).
 
@@ -64,7 +70,9 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     OptionalAttr<Gated_GateActivation>:$gate_activation,
     OptionalAttr<Gated_GateGranularity>:$gate_granularity,
     OptionalAttr<Gated_GateMode>:$gate_mode,
-    OptionalAttr<StrArrayAttr>:$bshd);
+    OptionalAttr<StrArrayAttr>:$bshd,
+    OptionalAttr<I64Attr>:$left_window,
+    OptionalAttr<F32Attr>:$softcap);
   let results = (outs Gated_FloatTensor:$result);
   let extraClassDeclaration = [{
     /// The operand or result `name` is in [B, T, H, D] order (see `bshd`).

@@ -445,6 +445,12 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   // Scale and masks.
   double scale = op.getScale().convertToDouble();
   bool causal = (bool)op.getCausal();
+  std::optional<int64_t> window;
+  if (auto w = op.getLeftWindow())
+    window = (int64_t)*w;
+  std::optional<double> softcap;
+  if (auto c = op.getSoftcap())
+    softcap = c->convertToDouble();
   Value mask = op.getMask();
   auto sType = cast<RankedTensorType>(scores.getResult(0).getType());
   SmallVector<Value> ins{scores.getResult(0)};
@@ -455,12 +461,28 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
       l.elementwise(sType, ins, sDims, [&](OpBuilder &nb, ValueRange a) {
         Location loc = l.loc;
         Value s = arith::MulFOp::create(nb, loc, a[0], l.cst(nb, scale));
+        if (softcap)
+          s = arith::MulFOp::create(
+              nb, loc, l.cst(nb, *softcap),
+              math::TanhOp::create(
+                  nb, loc,
+                  arith::DivFOp::create(nb, loc, s, l.cst(nb, *softcap))));
         if (causal) {
           Value t = linalg::IndexOp::create(nb, loc, 2),
                 j = linalg::IndexOp::create(nb, loc, 3);
           Value future =
               arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ugt, j, t);
           s = arith::SelectOp::create(nb, loc, future, ninf, s);
+        }
+        if (window) {
+          // j < t - L as j + L < t (no unsigned wrap below 0).
+          Value t = linalg::IndexOp::create(nb, loc, 2),
+                j = linalg::IndexOp::create(nb, loc, 3);
+          Value jl = arith::AddIOp::create(
+              nb, loc, j, arith::ConstantIndexOp::create(nb, loc, *window));
+          Value past =
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, jl, t);
+          s = arith::SelectOp::create(nb, loc, past, ninf, s);
         }
         if (a.size() > 1) {
           if (a[1].getType().isInteger(1))

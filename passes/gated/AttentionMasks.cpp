@@ -85,19 +85,72 @@ bool limitIsDim(Value limit, Value scores, int64_t i) {
   return e.src && onnx::sameDim(e.src, e.dim, scores, i);
 }
 
-/// Whether `p` is key_iota <= query_iota over the scores' S and T.
-bool isCausalPredicate(Value p, Value scores) {
+/// An integer value a·t + b·j + c over the query iota t (Range over the
+/// scores' T, on the second axis from the right) and the key iota j (over
+/// S, on the last axis).
+struct Linear {
+  int64_t t = 0, j = 0, c = 0;
+  Linear operator-() const { return {-t, -j, -c}; }
+  Linear operator+(const Linear &o) const {
+    return {t + o.t, j + o.j, c + o.c};
+  }
+};
+
+std::optional<Linear> linearOf(Value v, Value scores, int depth = 0) {
+  v = stripIntCasts(v);
+  if (depth > 8 || !getElementTypeOrSelf(v.getType()).isInteger())
+    return std::nullopt;
+  if (auto c = scalarConstant(v))
+    return Linear{0, 0, (int64_t)*c};
+  if (auto iota = iotaOf(v)) {
+    if (iota->axisFromRight == 0 && limitIsDim(iota->limit, scores, 3))
+      return Linear{0, 1, 0};
+    if (iota->axisFromRight == 1 && limitIsDim(iota->limit, scores, 2))
+      return Linear{1, 0, 0};
+    return std::nullopt;
+  }
+  if (auto n = def<onnx::NegOp>(v)) {
+    auto x = linearOf(n.getX(), scores, depth + 1);
+    return x ? std::optional(-*x) : std::nullopt;
+  }
+  if (isa_and_nonnull<onnx::AddOp, onnx::SubOp>(v.getDefiningOp())) {
+    Operation *d = v.getDefiningOp();
+    auto a = linearOf(d->getOperand(0), scores, depth + 1);
+    auto b = linearOf(d->getOperand(1), scores, depth + 1);
+    if (!a || !b)
+      return std::nullopt;
+    return isa<onnx::AddOp>(d) ? *a + *b : *a + -*b;
+  }
+  return std::nullopt;
+}
+
+/// What a comparison of iotas says about key j and query t.
+struct Predicate {
+  enum Kind { None, Causal, Window } kind = None;
+  int64_t leftWindow = 0;
+};
+
+/// A comparison as the linear inequality x <= 0 (integers: x < 0 is
+/// x + 1 <= 0), then: j - t <= 0 is causal, t - j - L <= 0 (L >= 0) is the
+/// window j >= t - L.
+Predicate predicateOf(Value p, Value scores) {
   p = stripIntCasts(p);
-  Value key, query;
-  if (auto le = def<onnx::LessOrEqualOp>(p))
-    key = le.getA(), query = le.getB();
-  else if (auto ge = def<onnx::GreaterOrEqualOp>(p))
-    key = ge.getB(), query = ge.getA();
-  else
-    return false;
-  auto k = iotaOf(key), q = iotaOf(query);
-  return k && q && k->axisFromRight == 0 && q->axisFromRight == 1 &&
-         limitIsDim(k->limit, scores, 3) && limitIsDim(q->limit, scores, 2);
+  Operation *d = p.getDefiningOp();
+  if (!isa_and_nonnull<onnx::LessOrEqualOp, onnx::LessOp, onnx::GreaterOp,
+                       onnx::GreaterOrEqualOp>(d))
+    return {};
+  auto a = linearOf(d->getOperand(0), scores);
+  auto b = linearOf(d->getOperand(1), scores);
+  if (!a || !b)
+    return {};
+  Linear x = isa<onnx::LessOrEqualOp, onnx::LessOp>(d) ? *a + -*b : *b + -*a;
+  if (isa<onnx::LessOp, onnx::GreaterOp>(d))
+    x.c += 1;
+  if (x.t == -1 && x.j == 1 && x.c == 0)
+    return {Predicate::Causal, 0};
+  if (x.t == 1 && x.j == -1 && x.c <= 0)
+    return {Predicate::Window, -x.c};
+  return {};
 }
 
 bool isTrue(Value v) {
@@ -145,20 +198,25 @@ std::optional<CausalSplit> splitCausal(Value attends, Value scores) {
   SmallVector<Value> factors;
   collectAndFactors(attends, factors);
   bool causal = false;
-  SmallVector<Value> rest;
+  CausalSplit split;
   for (Value f : factors) {
-    if (!causal && isCausalPredicate(f, scores))
+    Predicate p = predicateOf(f, scores);
+    if (p.kind == Predicate::Causal)
       causal = true;
+    else if (p.kind == Predicate::Window)
+      split.leftWindow = split.leftWindow
+                             ? std::min(*split.leftWindow, p.leftWindow)
+                             : p.leftWindow;
     else if (!isTrue(f))
-      rest.push_back(f);
+      split.rest.push_back(f);
   }
   if (!causal)
     return std::nullopt;
-  for (Value f : rest)
+  for (Value f : split.rest)
     if (!getElementTypeOrSelf(f.getType()).isInteger(1) ||
         !isa<RankedTensorType>(f.getType()) || shapeOf(f).size() > 4)
       return std::nullopt;
-  return CausalSplit{std::move(rest)};
+  return split;
 }
 
 Value andAll(PatternRewriter &rewriter, Location loc, ArrayRef<Value> factors) {

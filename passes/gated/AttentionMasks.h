@@ -18,18 +18,21 @@
 namespace gatec::raise {
 
 /// A boolean attention mask (true attends) split into the top-left causal
-/// predicate and its other factors (none: the mask is only causal).
+/// predicate, a sliding window (key j visible to query t iff
+/// j >= t - leftWindow) and its other factors (none: nothing else).
 struct CausalSplit {
   llvm::SmallVector<mlir::Value> rest;
+  std::optional<int64_t> leftWindow;
 };
 
 /// If `attends` (boolean, true attends, broadcasting to the 4-D `scores`
 /// [B, H, T, S]) is an And-tree, through Expand and no-op Casts, with one
-/// factor key_iota <= query_iota (LessOrEqual, or GreaterOrEqual the other
-/// way round), where key_iota is Range(0, S, 1) along axis 3 and query_iota
-/// Range(0, T, 1) along axis 2 with S and T provably the scores' dims, and
-/// the other factors boolean of rank <= 4, returns the other factors
-/// (constant-true ones dropped). Creates nothing.
+/// factor saying key <= query over iotas (Range(0, S, 1) along axis 3 for
+/// the key j, Range(0, T, 1) along axis 2 for the query t, S and T provably
+/// the scores' dims; written as any comparison of sums of iotas and
+/// constants that means j - t <= 0), returns the other factors (constant-true
+/// ones dropped; the window j >= t - L, written likewise, taken out as
+/// leftWindow). Creates nothing.
 std::optional<CausalSplit> splitCausal(mlir::Value attends, mlir::Value scores);
 
 /// The And of `factors` (at least one), created at the insertion point.

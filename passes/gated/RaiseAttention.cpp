@@ -220,6 +220,34 @@ Value peelScalarMul(Value v, double &scale) {
   return v;
 }
 
+/// c·tanh(x / c) with a constant c > 0 (the division written as Div by c or
+/// Mul by 1/c; Gemma2's attention logit softcapping): returns x, sets cap.
+Value peelSoftcap(Value v, std::optional<double> &cap) {
+  auto outer = def<onnx::MulOp>(v);
+  if (!outer)
+    return v;
+  for (auto [c, t] : {std::pair(outer.getB(), outer.getA()),
+                      std::pair(outer.getA(), outer.getB())}) {
+    auto cv = scalarConstant(c);
+    auto tanh = def<onnx::TanhOp>(t);
+    if (!cv || !(*cv > 0) || !tanh || shapeOf(t) != shapeOf(v))
+      continue;
+    Value in = tanh.getInput();
+    auto near = [&](std::optional<double> x, double want) {
+      return x && std::fabs(*x - want) <= 1e-6 * std::fabs(want);
+    };
+    if (auto d = def<onnx::DivOp>(in); d && near(scalarConstant(d.getB()), *cv))
+      return cap = *cv, d.getA();
+    if (auto m = def<onnx::MulOp>(in)) {
+      if (near(scalarConstant(m.getB()), 1.0 / *cv))
+        return cap = *cv, m.getA();
+      if (near(scalarConstant(m.getA()), 1.0 / *cv))
+        return cap = *cv, m.getB();
+    }
+  }
+  return v;
+}
+
 /// The KV tensor before a repeat_kv / repeat_interleave over heads:
 /// Reshape(Expand|Tile(Unsqueeze(x, 2)), [B, H·n, S, D]) -> x.
 Value peelHeadRepeat(Value v) {
@@ -278,7 +306,8 @@ Value peelIdentityReshapes(Value v) {
     Value x = r.getData();
     auto dims = onnx::getShapeDims(r.getShape());
     int64_t rank = shapeOf(x).size();
-    if (!dims || (int64_t)dims->size() != rank || shapeOf(v).size() != rank)
+    if (!dims || (int64_t)dims->size() != rank ||
+        (int64_t)shapeOf(v).size() != rank)
       break;
     // Every element x's dim, but one -1 (which then infers x's dim).
     int64_t inferred = 0;
@@ -350,6 +379,7 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
     // Mask: a mask operand, or causal and the mask's other factors.
     Value mask;
     SmallVector<Value> maskFactors;
+    std::optional<int64_t> leftWindow;
     bool causal = false;
     if (auto w = def<onnx::WhereOp>(s)) {
       MaskUse use;
@@ -369,6 +399,7 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
                                   ? splitCausal(w.getCondition(), scores)
                                   : std::nullopt) {
         causal = true, maskFactors = split->rest;
+        leftWindow = split->leftWindow;
       } else {
         mask = w.getCondition();
         if (use == MaskUse::TrueMasks)
@@ -380,7 +411,8 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
       // scaled), the mask from anything else.
       auto isScores = [](Value x) {
         double unused = 1;
-        Value y = x;
+        std::optional<double> noCap;
+        Value y = peelSoftcap(x, noCap);
         if (auto d = def<onnx::DivOp>(y); d && scalarConstant(d.getB()))
           y = d.getA();
         y = peelScalarMul(y, unused);
@@ -398,13 +430,17 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         causal = true;
       else if (auto split =
                    attends ? splitCausal(attends, scores) : std::nullopt)
-        causal = true, maskFactors = split->rest;
+        causal = true, maskFactors = split->rest,
+        leftWindow = split->leftWindow;
       else
         mask = m;
       s = scores;
     }
 
-    // Scale: Div or Mul by a constant, on the scores or split over Q and Kᵀ.
+    // Softcap, then the scale: Div or Mul by a constant, on the scores or
+    // split over Q and Kᵀ.
+    std::optional<double> softcap;
+    s = peelSoftcap(s, softcap);
     double scale = 1.0;
     if (auto d = def<onnx::DivOp>(s)) {
       auto c = scalarConstant(d.getB());
@@ -452,7 +488,9 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
         rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(),
         rewriter.getF32FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr, nullptr,
-        /*bshd=*/nullptr);
+        /*bshd=*/nullptr,
+        leftWindow ? rewriter.getI64IntegerAttr(*leftWindow) : IntegerAttr(),
+        softcap ? rewriter.getF32FloatAttr(*softcap) : FloatAttr());
     if (!verifiesQuietly(attn)) {
       rewriter.eraseOp(attn);
       return failure();
@@ -462,7 +500,8 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
   }
 };
 
-/// ONNX Attention-23/24/25 without KV cache, softcap, windows or qk output.
+/// ONNX Attention-23/24/25 without KV cache, softcap or qk output; a left
+/// window, and a right window with is_causal.
 struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::AttentionOp op,
@@ -470,9 +509,13 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     if (!isa<NoneType>(op.getPastKey().getType()) ||
         !isa<NoneType>(op.getPastValue().getType()) ||
         !isa<NoneType>(op.getNonpadKvSeqlen().getType()) ||
-        op.getSoftcap().convertToFloat() != 0.0f ||
-        (int64_t)op.getLeftWindowSize() >= 0 ||
-        (int64_t)op.getRightWindowSize() >= 0)
+        op.getSoftcap().convertToFloat() != 0.0f)
+      return failure();
+    // Windows at query position t (no past): left is left_window; a right
+    // window only matters without is_causal (keys after t + R).
+    int64_t left = (int64_t)op.getLeftWindowSize(),
+            right = (int64_t)op.getRightWindowSize();
+    if (right >= 0 && !op.getIsCausal())
       return failure();
     for (unsigned i = 1; i < op->getNumResults(); ++i)
       if (!op->getResult(i).use_empty())
@@ -520,7 +563,9 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
         rewriter, loc, resultType, q, k, v, mask, Value(),
         rewriter.getF32FloatAttr(scale),
         op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
-        nullptr, nullptr, /*bshd=*/nullptr);
+        nullptr, nullptr, /*bshd=*/nullptr,
+        left >= 0 ? rewriter.getI64IntegerAttr(left) : IntegerAttr(),
+        /*softcap=*/FloatAttr());
     if (!verifiesQuietly(attn)) {
       rewriter.eraseOp(attn);
       return failure();
@@ -558,7 +603,7 @@ gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
                         : gated::GateGranularity::elementwise),
       gated::GateModeAttr::get(ctx, isMul ? gated::GateMode::multiply
                                           : gated::GateMode::add),
-      attn.getBshdAttr());
+      attn.getBshdAttr(), attn.getLeftWindowAttr(), attn.getSoftcapAttr());
   if (!verifiesQuietly(gated)) {
     rewriter.eraseOp(gated);
     return {};

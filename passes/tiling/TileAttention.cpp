@@ -80,6 +80,12 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   int64_t rep = hq / hkv;
   double scale = op.getScale().convertToDouble();
   bool causal = (bool)op.getCausal();
+  std::optional<int64_t> window;
+  if (auto w = op.getLeftWindow())
+    window = (int64_t)*w;
+  std::optional<double> softcap;
+  if (auto c = op.getSoftcap())
+    softcap = c->convertToDouble();
   Value mask = op.getMask(), gate = op.getGate();
   Type et = rt.getElementType();
 
@@ -236,8 +242,20 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
     kEnd = arith::MinUIOp::create(b, loc, Sv,
                                   arith::AddIOp::create(b, loc, q0, bq));
 
+  // Sliding window: the block's first query q0 sees keys >= q0 - L; keys
+  // before that are hidden from every query of the block.
+  Value kStart = t.index(0);
+  if (window) {
+    Value lw = t.index(*window);
+    Value after =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, q0, lw);
+    kStart = arith::SelectOp::create(
+        b, loc, after, arith::SubIOp::create(b, loc, q0, lw), t.index(0));
+    kStart = arith::MinUIOp::create(b, loc, kStart, kEnd);
+  }
+
   auto loop = scf::ForOp::create(
-      b, loc, t.index(0), kEnd, t.index(bkTile), ValueRange{acc0, m0, l0},
+      b, loc, kStart, kEnd, t.index(bkTile), ValueRange{acc0, m0, l0},
       [&](OpBuilder &lb, Location, Value k0, ValueRange iter) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
@@ -311,6 +329,12 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
             t.empty({bq, bk}, t.f32), ins, maps, {par, par},
             [&](OpBuilder &nb, ValueRange a) -> Value {
               Value x = arith::MulFOp::create(nb, loc, a[0], t.cst(nb, scale));
+              if (softcap)
+                x = arith::MulFOp::create(
+                    nb, loc, t.cst(nb, *softcap),
+                    math::TanhOp::create(nb, loc,
+                                         arith::DivFOp::create(
+                                             nb, loc, x, t.cst(nb, *softcap))));
               Value ninf = t.cst(nb, -INFINITY);
               if (causal) {
                 Value qi = arith::AddIOp::create(
@@ -320,6 +344,19 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                 Value future = arith::CmpIOp::create(
                     nb, loc, arith::CmpIPredicate::ugt, kj, qi);
                 x = arith::SelectOp::create(nb, loc, future, ninf, x);
+              }
+              if (window) {
+                // Hidden: kj < qi - L, as kj + L < qi (no wrap below 0).
+                Value qi = arith::AddIOp::create(
+                    nb, loc, q0, linalg::IndexOp::create(nb, loc, 0));
+                Value kj = arith::AddIOp::create(
+                    nb, loc, k0, linalg::IndexOp::create(nb, loc, 1));
+                Value kl = arith::AddIOp::create(
+                    nb, loc, kj,
+                    arith::ConstantIndexOp::create(nb, loc, *window));
+                Value past = arith::CmpIOp::create(
+                    nb, loc, arith::CmpIPredicate::ult, kl, qi);
+                x = arith::SelectOp::create(nb, loc, past, ninf, x);
               }
               if (mask) {
                 Value mv = maskInBody ? maskInBodyAt(nb) : a[1];

@@ -97,3 +97,11 @@ func.func @bshd_result_order(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   %r = gated.attention %q, %q, %q {bshd = ["result"], scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
   return %r : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+func.func @negative_window(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'gated.attention' op left_window must be >= 0 (got -1)}}
+  %r = gated.attention %q, %q, %q {causal, left_window = -1 : i64, scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %r : tensor<2x4x8x16xf32>
+}

@@ -403,3 +403,46 @@ func.func @g1_after_identity_reshape(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4
   %o = "onnx.Mul"(%yf, %sg) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
   return %o : tensor<?x?x8xf32>
 }
+
+// -----
+
+// transformers' sliding window (Mistral, W = 4) as the TorchScript exporter
+// writes it: key_iota > query_iota - 4, And causal And padding. The window
+// is j >= t - 3: left_window = 3, no [1, 1, T, S] mask.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 mask(%arg3 : tensor<?x1x1x?xi1>) {causal, left_window = 3 : i64, scale = 5.000000e-01 : f32}
+// CHECK: return %[[A]]
+func.func @sliding_window(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %pad: tensor<?x1x1x?xi1>) -> tensor<?x2x?x4xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %a012 = onnx.Constant dense<[0, 1, 2]> : tensor<3xi64>
+  %a013 = onnx.Constant dense<[0, 1, 3]> : tensor<3xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %qs = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %ks = "onnx.Shape"(%k) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %t = "onnx.Gather"(%qs, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = "onnx.Gather"(%ks, %c2) <{axis = 0 : i64}> : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ti = "onnx.Range"(%c0, %t, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %si = "onnx.Range"(%c0, %s, %c1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %t4 = "onnx.Unsqueeze"(%ti, %a013) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x?x1xi64>
+  %s4 = "onnx.Unsqueeze"(%si, %a012) : (tensor<?xi64>, tensor<3xi64>) -> tensor<1x1x1x?xi64>
+  %causal = "onnx.LessOrEqual"(%s4, %t4) : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %w = onnx.Constant dense<4> : tensor<i64>
+  %tw = "onnx.Sub"(%t4, %w) : (tensor<1x1x?x1xi64>, tensor<i64>) -> tensor<1x1x?x1xi64>
+  %win = "onnx.Greater"(%s4, %tw) : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %cw = "onnx.And"(%causal, %win) : (tensor<1x1x?x?xi1>, tensor<1x1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %m = "onnx.And"(%cw, %pad) : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %add = "onnx.Where"(%m, %zero, %ninf) : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %sc = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scs = "onnx.Mul"(%sc, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %sm = "onnx.Add"(%scs, %add) : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %nan = "onnx.IsNaN"(%p) : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xi1>
+  %pg = "onnx.Where"(%nan, %zero, %p) : (tensor<?x2x?x?xi1>, tensor<f32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%pg, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
