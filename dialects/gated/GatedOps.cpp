@@ -97,6 +97,14 @@ LogicalResult AttentionOp::verify() {
   if (failed(sameElementType(*this,
                              {getQuery(), getKey(), getValue(), getGate()})))
     return failure();
+  if (Value sk = getSinks()) {
+    auto st = dyn_cast<RankedTensorType>(sk.getType());
+    int64_t hq = q.hasRank() && q.getRank() == 4
+                     ? q.getDimSize(isBshd("query") ? 2 : 1)
+                     : ShapedType::kDynamic;
+    if (st && (st.getRank() != 1 || !mayEqual(st.getDimSize(0), hq)))
+      return emitOpError() << "sinks must be [query heads]";
+  }
   if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
     return emitOpError() << "softcap must be > 0";
   if (getLeftWindow() && (int64_t)*getLeftWindow() < 0)

@@ -31,6 +31,9 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
       p = softmax_j(s)                       (in f32; a row whose every
                                               entry is -inf gives p = 0,
                                               so its output is 0)
+      with sinks (GPT-OSS): p[b,h,t,j] = exp(s_j) / (Σ_j' exp(s_j') +
+                            exp(sinks[h])), a learned per-head logit that
+                            takes probability mass and reads no value
       y[b,h,t,e] = Σ_j p[b,h,t,j] · value[b,h/r,j,e]
       with a gate g (pre-activation logits) and a = act(g):
         multiply: result = y ⊙ a        add: result = y + a
@@ -65,6 +68,7 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     Gated_FloatTensor:$value,
     Optional<AnyTensor>:$mask,
     Optional<Gated_FloatTensor>:$gate,
+    Optional<Gated_FloatTensor>:$sinks,
     F32Attr:$scale,
     UnitAttr:$causal,
     OptionalAttr<Gated_GateActivation>:$gate_activation,
@@ -82,6 +86,7 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`gate` `(` $gate^ `:` type($gate) `,` $gate_activation `,`
        $gate_granularity `,` $gate_mode `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
 }

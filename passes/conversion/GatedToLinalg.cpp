@@ -501,6 +501,18 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
                                 IteratorType::parallel,
                                 IteratorType::reduction};
   Value m0 = l.filled(rShape, rDims, -INFINITY);
+  Value sinks = op.getSinks();
+  AffineMap headOf = AffineMap::get(3, 0, {dim(1)}, ctx);
+  AffineMap id3 = b.getMultiDimIdentityMap(3);
+  SmallVector<IteratorType> par3(3, IteratorType::parallel);
+  if (sinks) // the row max starts at the head's sink logit
+    m0 = linalg::GenericOp::create(
+             b, l.loc, TypeRange{m0.getType()}, ValueRange{sinks},
+             ValueRange{m0}, {headOf, id3}, par3,
+             [&](OpBuilder &nb, Location loc, ValueRange a) {
+               linalg::YieldOp::create(nb, loc, ValueRange{l.ext(nb, a[0])});
+             })
+             .getResult(0);
   Value mx =
       linalg::GenericOp::create(
           b, l.loc, TypeRange{m0.getType()}, ValueRange{masked}, ValueRange{m0},
@@ -520,6 +532,18 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
                                arith::SubFOp::create(nb, loc, s, base));
   };
   Value z0 = l.filled(rShape, rDims, 0.0);
+  if (sinks) // the sum starts at exp(sink - max)
+    z0 = linalg::GenericOp::create(
+             b, l.loc, TypeRange{z0.getType()}, ValueRange{sinks, mx},
+             ValueRange{z0}, {headOf, id3, id3}, par3,
+             [&](OpBuilder &nb, Location loc, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, loc,
+                   ValueRange{math::ExpOp::create(
+                       nb, loc,
+                       arith::SubFOp::create(nb, loc, l.ext(nb, a[0]), a[1]))});
+             })
+             .getResult(0);
   Value sum = linalg::GenericOp::create(
                   b, l.loc, TypeRange{z0.getType()}, ValueRange{masked, mx},
                   ValueRange{z0}, {id4, row, row}, red,

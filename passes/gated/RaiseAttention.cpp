@@ -365,16 +365,66 @@ Value peelNanGuard(Value v) {
   return w.getY();
 }
 
+/// GPT-OSS's attention sinks as its eager attention writes them: the scores
+/// s concatenated with a per-head logit broadcast to [B, H, T, 1], the row
+/// max subtracted (a no-op for softmax), softmax, and the sink column sliced
+/// off: Slice(Softmax(Concat(s, sink) [- ReduceMax]), [0, -1), last axis).
+/// Returns the softmax's scores s and sets `sinks` to the per-head logits
+/// ([1, H, 1, 1] as written), or returns null.
+Value peelSinks(Value p, Value &sinks) {
+  auto sl = def<onnx::SliceOp>(p);
+  if (!sl || shapeOf(p).size() != 4)
+    return {};
+  auto starts = onnx::getConstantInts(sl.getStarts());
+  auto ends = onnx::getConstantInts(sl.getEnds());
+  auto axes = onnx::getConstantInts(sl.getAxes());
+  bool unit = isa<NoneType>(sl.getSteps().getType());
+  if (auto st = onnx::getConstantInts(sl.getSteps()))
+    unit = st->size() == 1 && (*st)[0] == 1;
+  if (!starts || !ends || !axes || starts->size() != 1 || (*starts)[0] != 0 ||
+      ends->size() != 1 || (*ends)[0] != -1 || axes->size() != 1 ||
+      ((*axes)[0] != -1 && (*axes)[0] != 3) || !unit)
+    return {};
+  auto softmax = def<onnx::SoftmaxOp>(sl.getData());
+  if (!softmax ||
+      ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != 3))
+    return {};
+  Value x = softmax.getInput();
+  if (auto d = def<onnx::SubOp>(x))
+    if (auto mx = def<onnx::ReduceMaxOp>(d.getB());
+        mx && mx.getData() == d.getA() && isLastAxis(mx.getAxes(), 4))
+      x = d.getA();
+  auto cat = def<onnx::ConcatOp>(x);
+  if (!cat || cat.getInputs().size() != 2 ||
+      ((int64_t)cat.getAxis() != -1 && (int64_t)cat.getAxis() != 3))
+    return {};
+  Value s = cat.getInputs()[0], sink = cat.getInputs()[1];
+  if (auto e = def<onnx::ExpandOp>(sink))
+    sink = e.getInput();
+  auto ss = shapeOf(sink), xs = shapeOf(s);
+  if (ss.size() != 4 || ss[0] != 1 || ss[2] != 1 || ss[3] != 1 ||
+      xs.size() != 4 || ss[1] == kDyn || ss[1] != xs[1])
+    return {};
+  sinks = sink;
+  return s;
+}
+
 struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MatMulOp op,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = def<onnx::SoftmaxOp>(peelNanGuard(op.getA()));
-    if (!softmax || shapeOf(op.getA()).size() != 4 ||
-        ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != 3))
+    Value probs = peelNanGuard(op.getA()), sinks4;
+    if (shapeOf(op.getA()).size() != 4)
       return failure();
-    Value s = softmax.getInput();
+    Value s = peelSinks(probs, sinks4);
+    if (!s) {
+      auto softmax = def<onnx::SoftmaxOp>(probs);
+      if (!softmax ||
+          ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != 3))
+        return failure();
+      s = softmax.getInput();
+    }
 
     // Mask: a mask operand, or causal and the mask's other factors.
     Value mask;
@@ -471,6 +521,8 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
     SmallVector<Value> stops{q, v, k};
     if (mask)
       stops.push_back(mask);
+    if (sinks4)
+      stops.push_back(sinks4);
     stops.append(maskFactors.begin(), maskFactors.end());
     if (auto t = def<onnx::TransposeOp>(k))
       stops.push_back(t.getData());
@@ -484,8 +536,15 @@ struct AttentionCore : OpRewritePattern<onnx::MatMulOp> {
       return failure();
     if (!maskFactors.empty())
       mask = andAll(rewriter, loc, maskFactors);
+    Value sinks;
+    if (sinks4) {
+      if (getElementTypeOrSelf(sinks4.getType()) != e)
+        return failure();
+      // At the logits' location: a folded constant stays that weight.
+      sinks = reshape(rewriter, sinks4.getLoc(), sinks4, {shapeOf(sinks4)[1]});
+    }
     auto attn = gated::AttentionOp::create(
-        rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(),
+        rewriter, loc, op.getType(), q, k, v, mask, /*gate=*/Value(), sinks,
         rewriter.getF32FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : UnitAttr(), nullptr, nullptr, nullptr,
         /*bshd=*/nullptr,
@@ -560,7 +619,7 @@ struct OnnxAttentionOp : OpRewritePattern<onnx::AttentionOp> {
           {rt.getDimSize(0), hq, rt.getDimSize(1), dv}, rt.getElementType());
     }
     auto attn = gated::AttentionOp::create(
-        rewriter, loc, resultType, q, k, v, mask, Value(),
+        rewriter, loc, resultType, q, k, v, mask, Value(), /*sinks=*/Value(),
         rewriter.getF32FloatAttr(scale),
         op.getIsCausal() ? rewriter.getUnitAttr() : UnitAttr(), nullptr,
         nullptr, nullptr, /*bshd=*/nullptr,
@@ -596,7 +655,7 @@ gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
   auto gated = gated::AttentionOp::create(
       rewriter, FusedLoc::get(ctx, {attn.getLoc(), loc}), attn.getType(),
       attn.getQuery(), attn.getKey(), attn.getValue(), attn.getMask(), g,
-      attn.getScaleAttr(), attn.getCausalAttr(),
+      attn.getSinks(), attn.getScaleAttr(), attn.getCausalAttr(),
       gated::GateActivationAttr::get(ctx, act),
       gated::GateGranularityAttr::get(
           ctx, headwise ? gated::GateGranularity::headwise

@@ -113,6 +113,14 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
                      oy->second, logits);
     }
     for (auto [x, term] : {std::pair(a, b), std::pair(b, a)}) {
+      // GTrXL's input gate σ(g)⊙u + x, g computed from u: u is the gated
+      // skip and x the branch computed from it.
+      if (auto sy = mulWith(term, isSigmoid)) {
+        Value g = def<onnx::SigmoidOp>(sy->first).getX();
+        Value u = sy->second;
+        if (!def<onnx::TanhOp>(u) && gateSource(g) == u && isResidual(u, x))
+          return replace(op, rewriter, ResidualKind::input, u, x, g);
+      }
       if (!isResidual(x, term))
         continue;
       // x + σ(g)⊙tanh(u): sigtanh. σ(g)⊙u + x is the output gate when g is
@@ -124,7 +132,7 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
           return replace(op, rewriter, ResidualKind::sigtanh, x, t.getInput(),
                          g);
         if (gateSource(g) == u)
-          return replace(op, rewriter, ResidualKind::input, u, x, g);
+          continue; // an input gate, but x is not computed from u
         return replace(op, rewriter, ResidualKind::output, x, u, g);
       }
       // x + tanh(α)⊙y, x + α⊙y (α scalar), x + γ⊙y (γ a [D] vector).

@@ -236,6 +236,15 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   Value acc0 = t.fill(t.empty({bq, Dv}, t.f32), 0.0);
   Value m0 = t.fill(t.empty({bq}, t.f32), -INFINITY);
   Value l0 = t.fill(t.empty({bq}, t.f32), 0.0);
+  if (Value sinks = op.getSinks()) {
+    // The head's sink logit starts the row: m = sink, l = exp(sink - m) = 1;
+    // it takes its share of the mass and adds nothing to acc.
+    Value sink = t.ext(b, tensor::ExtractOp::create(b, loc, sinks, hi));
+    m0 = linalg::FillOp::create(b, loc, ValueRange{sink},
+                                ValueRange{t.empty({bq}, t.f32)})
+             .getResult(0);
+    l0 = t.fill(t.empty({bq}, t.f32), 1.0);
+  }
   // Causal (top-left): the block's last query q0 + bq - 1 sees keys < q0+bq.
   Value kEnd = Sv;
   if (causal)

@@ -451,22 +451,28 @@ CASES.update({
     "attention_g1_headwise_ns_dyn": (proj_attention("g1h", "ns_sigmoid"), GATE_RUNS),
     # gated.attention with a G1 gate (silu, elementwise, add)
     "attention_g1_silu_add_dyn": (proj_attention("g1", "silu", mode="add"), GATE_RUNS[:4]),
-    # gated.residual input / output / highway / sigtanh / gru (GTrXL):
-    # x, y and g each with their own batch and sequence
+    # GTrXL residuals, x, y and g graph inputs each with their own batch
+    # and sequence. highway and gru (two gated terms) raise to
+    # gated.residual; the one-term kinds (input, output, sigtanh and below
+    # tanh_scalar, rezero, layerscale) do not here, as their branch is not
+    # computed from the stream it is added to (a residual gate needs that:
+    # Gemma's embedding·√d added to its first layer is no ReZero gate), and
+    # run as plain ops, broadcasting as ONNX does.
     "residual_input_dyn": (residual("input"), [r for r in RES_RUNS if r["gb"] == 2]),
-    "residual_output_dyn": (residual("output"), RES_RUNS),
+    "residual_output_dyn": (residual("output"), RES_RUNS + sizes(RES, {"xb": 1, "gt": 1})),
     "residual_highway_dyn": (residual("highway"), RES_RUNS),
     "residual_sigtanh_dyn": (residual("sigtanh"), RES_RUNS),
     "residual_gru_dyn": (residual("gru"), RES_RUNS),
-    # gated.residual tanh_scalar (Flamingo x + tanh(α)·y, α a constant [1])
+    # Flamingo x + tanh(α)·y, α a constant [1]
     "residual_flamingo_dyn": (residual("tanh", np.array([0.3], np.float32)), RES_RUNS[:3] + RES_RUNS[4:7]),
     # not raised (α a graph input [a]: 1 or D at run time): Tanh, Mul, Add
     "residual_flamingo_alpha_dyn": (
         residual("tanh", ["a"]), sizes(dict(RES, a=1), {}, {"a": D}, {"a": D, "yb": 1}, {"xb": 1})),
-    # gated.residual rezero (α a constant scalar)
+    # ReZero x + α·y, α a constant scalar
     "residual_rezero_dyn": (residual("rezero", np.array(0.25, np.float32)), RES_RUNS[:3] + RES_RUNS[4:7]),
-    # gated.residual layerscale (γ a constant [D])
-    "residual_layerscale_dyn": (residual("scale", w(D)), RES_RUNS[:3] + RES_RUNS[4:7]),
+    # LayerScale x + γ⊙y, γ a constant [D]
+    "residual_layerscale_dyn": (residual("scale", w(D)),
+                                RES_RUNS[:3] + RES_RUNS[4:7] + sizes(RES, {"xb": 1})),
     # not raised (γ a graph input [gd]: 1 or D): Mul, Add
     "residual_layerscale_vec_dyn": (
         residual("scale", ["gd"]), sizes(dict(RES, gd=D), {}, {"gd": 1}, {"gd": 1, "xb": 1}, {"yt": 1})),
@@ -539,9 +545,7 @@ BAD = [("mul_dynamic_vs_dynamic", {"n": 3, "p": 3, "q": 5}),
        # Valid ONNX, unsupported: the gated value or residual stream x is
        # the operand that is 1 where the others are not (gated.gate and
        # gated.residual keep x's shape): a clean run-time error.
-       ("residual_output_dyn", dict(RES, xb=1, gt=1)),
        ("residual_gru_dyn", dict(RES, xt=1, yb=1)),
-       ("residual_layerscale_dyn", dict(RES, xb=1)),
        ("gate_g5_dense_dyn", dict(BT, gb=2, gt=5, b=1)),
        ("gate_g5_dense_dyn", dict(BT, gb=2, gt=5, t=1))]
 

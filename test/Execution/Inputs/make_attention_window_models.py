@@ -14,6 +14,8 @@ usage: make_attention_window_models.py OUTDIR
              left_window_size 3, right_window_size 0 (raised).
   softcap.onnx  Gemma2's softcapped attention in plain ops (c = 1.5),
              causal from iotas (raised: gated.attention {causal, softcap}).
+  sinks.onnx  GPT-OSS's attention sinks in plain ops, causal (raised:
+             gated.attention sinks(...)).
   bidi.onnx  Attention(q[b, t, 8], k[b, s, 8], v[b, s, 8], mask[t, s] f32),
              2 heads, left_window_size 1, right_window_size 2, not causal.
              Cases: one (1, 1, 1), long (b = 2, t = s = 7).
@@ -128,3 +130,43 @@ save("softcap", cap_nodes,
      [("one", [randn(1, 2, 1, 8), randn(1, 2, 1, 8), randn(1, 2, 1, 8)], True),
       ("long", [3 * randn(2, 2, 40, 8), 3 * randn(2, 2, 40, 8), randn(2, 2, 40, 8)], True)],
      inits=cap_inits)
+
+# GPT-OSS's attention sinks as its eager attention is exported: the scores
+# (scaled, plus a causal additive mask) concatenated with a per-head logit
+# broadcast to [B, H, T, 1], the row max subtracted, softmax, the sink column
+# sliced off, times V. Raised to gated.attention with sinks (the flash
+# kernel starts each row at the sink's logit).
+sink_nodes = [
+    helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+    helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+    helper.make_node("Mul", ["qk", "scale"], ["s"]),
+    helper.make_node("Shape", ["q"], ["qshape"]),
+    helper.make_node("Gather", ["qshape", "two"], ["tlen"], axis=0),
+    helper.make_node("Range", ["zero", "tlen", "one"], ["iota"]),
+    helper.make_node("Unsqueeze", ["iota", "ax_q"], ["qi"]),
+    helper.make_node("Unsqueeze", ["iota", "ax_k"], ["ki"]),
+    helper.make_node("LessOrEqual", ["ki", "qi"], ["attends"]),
+    helper.make_node("Where", ["attends", "fzero", "fmin"], ["mask"]),
+    helper.make_node("Add", ["s", "mask"], ["sm"]),
+    helper.make_node("Slice", ["qshape", "zero1", "one1"], ["bdim"]),
+    helper.make_node("Unsqueeze", ["tlen", "zero1"], ["tdim"]),
+    helper.make_node("Concat", ["bdim", "one1", "tdim", "one1"], ["sink_shape"], axis=0),
+    helper.make_node("Expand", ["sinks", "sink_shape"], ["sink_b"]),
+    helper.make_node("Concat", ["sm", "sink_b"], ["cat"], axis=-1),
+    helper.make_node("ReduceMax", ["cat", "last"], ["mx"], keepdims=1),
+    helper.make_node("Sub", ["cat", "mx"], ["shift"]),
+    helper.make_node("Softmax", ["shift"], ["p_all"], axis=-1),
+    helper.make_node("Slice", ["p_all", "zero1", "minus1", "last"], ["p"]),
+    helper.make_node("MatMul", ["p", "v"], ["y"], name="sink_attention")]
+sink_inits = cap_inits + [
+    numpy_helper.from_array(np.array([[[[1.5]], [[-0.5]]]], np.float32), "sinks"),
+    numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+    numpy_helper.from_array(np.array([1], np.int64), "one1"),
+    numpy_helper.from_array(np.array([-1], np.int64), "minus1"),
+    numpy_helper.from_array(np.array([-1], np.int64), "last")]
+save("sinks", sink_nodes,
+     [vi("q", F, ["b", 2, T_, 8]), vi("k", F, ["b", 2, T_, 8]), vi("v", F, ["b", 2, T_, 8])],
+     [vi("y", F, ["b", 2, T_, 8])],
+     [("one", [randn(1, 2, 1, 8), randn(1, 2, 1, 8), randn(1, 2, 1, 8)], True),
+      ("long", [randn(2, 2, 40, 8), randn(2, 2, 40, 8), randn(2, 2, 40, 8)], True)],
+     inits=[i for i in sink_inits if i.name not in ("cap",)])
