@@ -15,7 +15,8 @@ usage: make_moe_router_models.py OUTDIR
                MatMul) weighted and summed over the k experts.
   Cases: one (1 token), long (many tokens); for qwen, gptoss and moe also
   ties (some rows of x zero: all logits equal, or equal to the bias, so
-  the lower expert index comes first).
+  the lower expert index comes first); for qwen and moe also empty (no
+  tokens).
   <model>_<case>_in0.npy, <model>_<case>_ref<j>.npy (output j)
 """
 import os
@@ -71,7 +72,7 @@ router_inits = [numpy_helper.from_array(randn(8, 16), "W_r"), i64("k", 2), i64("
 save("qwen", router, [vi("x", F, ["n", 16])],
      [vi("w", F, ["n", 2]), vi("idx", I64, ["n", 2])], router_inits,
      [("one", randn(1, 16)), ("long", randn(1500, 16)),
-      ("ties", with_zero_rows(randn(5, 16), [0, 3]))])
+      ("ties", with_zero_rows(randn(5, 16), [0, 3])), ("empty", randn(0, 16))])
 
 save("switch",
      [helper.make_node("MatMul", ["x", "W_r"], ["xw"], name="gate"),
@@ -118,4 +119,4 @@ save("moe", moe, [vi("x", F, ["n", 16])], [vi("y", F, ["n", 4]), vi("idx", I64, 
      router_inits + [numpy_helper.from_array(randn(8, 16, 4) * 0.5, "V"),
                      i64("ax12", 1, 2), i64("ax2", 2), i64("axm1", -1), i64("ax1", 1)],
      [("one", randn(1, 16)), ("long", randn(1500, 16)),
-      ("ties", with_zero_rows(randn(5, 16), [2]))])
+      ("ties", with_zero_rows(randn(5, 16), [2])), ("empty", randn(0, 16))])
