@@ -35,6 +35,16 @@ Source sourceOf(Value v) {
         s.inFeatures = t.getDimSize(0);
       break;
     }
+    if (auto g = dyn_cast<onnx::GemmOp>(d)) {
+      // nn.Linear as the dynamo exporter writes it: x·Bᵀ (transB) + C.
+      auto t = dyn_cast<RankedTensorType>(g.getB().getType());
+      if (t && t.getRank() == 2 && !g.getTransA() &&
+          onnx::getConstantAttr(g.getB()))
+        s.inFeatures = t.getDimSize(g.getTransB() ? 1 : 0);
+      if (auto c = g.getC().getDefiningOp<onnx::ConstantOp>())
+        s.bias = c;
+      break;
+    }
     if (isa<onnx::AddOp, onnx::SubOp>(d)) {
       Value a = d->getOperand(0), b = d->getOperand(1);
       // W·y + U·x: the gate reads two projections (GRU-type gates).
@@ -186,6 +196,22 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                      ? std::to_string(w.getNumElements()) + " (gate branch W)"
                      : "?";
       r.value = "no bias";
+    } else if (auto router = dyn_cast<gated::RouterOp>(op)) {
+      // A gate over experts: per token, the top k of E and their weights.
+      auto l = dyn_cast<RankedTensorType>(router.getLogits().getType());
+      int64_t experts = l ? l.getDimSize(l.getRank() - 1) : kDyn;
+      Source s = sourceOf(router.getLogits());
+      r.placement = "MoE router (gate over experts)";
+      r.granularity = (experts == kDyn ? "?" : std::to_string(experts)) +
+                      " experts, top-" + std::to_string(router.getK());
+      bool renorm =
+          router.getNormalisation() == gated::RouterNormalisation::renormalise;
+      r.activation = router.getOrder() == gated::RouterOrder::softmax_then_topk
+                         ? std::string("softmax, then top-k") +
+                               (renorm ? ", renormalised" : "")
+                         : "top-k, then softmax";
+      r.params = paramText(s, experts);
+      r.value = biasText(s);
     } else if (auto res = dyn_cast<gated::ResidualOp>(op)) {
       gated::ResidualKind k = res.getKind();
       if (k == gated::ResidualKind::add)

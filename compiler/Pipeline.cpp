@@ -48,6 +48,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          f.addPass(gated::createRaiseAttention());
          f.addPass(gated::createRaiseGates());
          f.addPass(gated::createRaiseGlu());
+         f.addPass(gated::createRaiseRouter());
          f.addPass(gated::createRaiseResidualGates());
          f.addPass(gated::createRaiseLinearAttention());
          f.addPass(mlir::createCanonicalizerPass());

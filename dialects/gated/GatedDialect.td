@@ -15,7 +15,8 @@ def Gated_Dialect : Dialect {
     softmax attention with an optional output gate (G1), gates on other
     projections (G2 value, G3 key, G4 query, G5 dense output), GLU feed-forward
     gates, gated residual combines (GTrXL variants, Flamingo tanh scalar,
-    ReZero, LayerScale), and the norms these models use. Ops work on builtin
+    ReZero, LayerScale), the mixture-of-experts router (a gate over experts),
+    and the norms these models use. Ops work on builtin
     tensors of f32, f16 or bf16 and accumulate in f32. Ops take gate
     pre-activations (logits), so a later pass can move the activation into
     the epilogue of the kernel that produces them.
@@ -24,7 +25,9 @@ def Gated_Dialect : Dialect {
     2025) for G1-G5; Parisotto et al., "Stabilizing Transformers for
     Reinforcement Learning" (GTrXL, 2019); Shazeer, "GLU Variants Improve
     Transformer" (2020); Alayrac et al., Flamingo (2022); Bachlechner et al.,
-    ReZero (2020); Touvron et al., CaiT/LayerScale (2021).
+    ReZero (2020); Touvron et al., CaiT/LayerScale (2021); Shazeer et al.,
+    "Outrageously Large Neural Networks: The Sparsely-Gated
+    Mixture-of-Experts Layer" (2017) for the router.
   }];
 }
 
@@ -131,6 +134,33 @@ def Gated_LinearAttentionForm : I32EnumAttr<"LinearAttentionForm",
     recurrent: one token after the other (the reference form); chunked: the
     chunkwise-parallel form with cumulative log-decays in f32 (set by
     --chunk-linear-attention). Both compute the same maths.
+  }];
+}
+
+def Gated_RouterOrder : I32EnumAttr<"RouterOrder",
+    "where gated.router's softmax is taken", [
+  I32EnumAttrCase<"softmax_then_topk", 0>,
+  I32EnumAttrCase<"topk_then_softmax", 1>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    softmax_then_topk: the softmax over all E experts, then the k largest
+    probabilities (Switch Transformer, Qwen-MoE); topk_then_softmax: the k
+    largest logits, then the softmax over those k (Shazeer et al. 2017's
+    KeepTopK, Mixtral, GPT-OSS).
+  }];
+}
+
+def Gated_RouterNormalisation : I32EnumAttr<"RouterNormalisation",
+    "whether gated.router rescales its top-k weights", [
+  I32EnumAttrCase<"none", 0>,
+  I32EnumAttrCase<"renormalise", 1>,
+]> {
+  let cppNamespace = "::gatec::gated";
+  let description = [{
+    none: the weights as the order gives them; renormalise: the k selected
+    probabilities divided by their sum, so that they sum to 1 (Qwen's
+    norm_topk_prob). The weights of topk_then_softmax already sum to 1.
   }];
 }
 

@@ -220,6 +220,49 @@ LogicalResult GluOp::verify() {
   return success();
 }
 
+LogicalResult RouterOp::verify() {
+  int64_t k = getK();
+  if (k < 1)
+    return emitOpError() << "k must be at least 1, got " << k;
+  if (getOrder() == RouterOrder::topk_then_softmax &&
+      getNormalisation() == RouterNormalisation::renormalise)
+    return emitOpError() << "renormalise after topk_then_softmax: its "
+                            "weights already sum to 1 (use none)";
+  auto l = cast<ShapedType>(getLogits().getType());
+  auto w = cast<ShapedType>(getWeights().getType());
+  auto i = cast<ShapedType>(getIndices().getType());
+  Type we = w.getElementType();
+  if (we != l.getElementType() && !we.isF32())
+    return emitOpError() << "weights must be f32 or the logits' element type "
+                         << l.getElementType() << ", got " << we;
+  if (!l.hasRank() || !w.hasRank() || !i.hasRank())
+    return success();
+  int64_t r = l.getRank();
+  if (r < 1)
+    return emitOpError() << "logits must be [..., E] (rank 1 or more), got "
+                         << l;
+  int64_t e = l.getDimSize(r - 1);
+  if (e != kDyn && k > e)
+    return emitOpError() << "k = " << k << " exceeds the " << e
+                         << " experts of the logits";
+  SmallVector<int64_t> want(l.getShape());
+  want.back() = k;
+  std::string shape = "[";
+  for (int64_t d = 0; d < r; ++d)
+    shape += (d ? ", " : "") + dim(want[d]);
+  shape += "]";
+  for (auto [name, t] : {std::pair<StringRef, ShapedType>("weights", w),
+                         std::pair<StringRef, ShapedType>("indices", i)}) {
+    bool ok = t.getRank() == r;
+    for (int64_t d = 0; ok && d < r; ++d)
+      ok = mayEqual(t.getDimSize(d), want[d]);
+    if (!ok)
+      return emitOpError() << name << " must be " << shape
+                           << " (the logits' shape with k last), got " << t;
+  }
+  return success();
+}
+
 LogicalResult ResidualOp::verify() {
   if (failed(sameElementType(*this, {getX(), getY(), getGate()})))
     return failure();

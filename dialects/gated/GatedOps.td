@@ -130,6 +130,56 @@ def Gated_GluOp : Gated_Op<"glu"> {
   }];
 }
 
+def Gated_RouterOp : Gated_Op<"router"> {
+  let summary = "mixture-of-experts router: a top-k gate over experts";
+  let description = [{
+    Per token (each row of the logits over the E experts, the last
+    dimension), the k experts that the token is sent to and the weights of
+    their outputs:
+
+      softmax_then_topk:  p = softmax(logits)           (over all E)
+                          indices = the k largest p, largest first
+                          weights[j] = p[indices[j]]
+                          renormalise: weights[j] /= Σ_j' weights[j']
+      topk_then_softmax:  indices = the k largest logits, largest first
+                          weights = softmax(logits[indices])   (over the k)
+
+    The two orders select the same experts (softmax is strictly increasing):
+    the selection compares the logits, equal ones ordered by the lower
+    expert index first, as ONNX TopK-24 (largest = 1, sorted = 1) does;
+    a NaN logit counts as the largest (as torch.topk), and its row's
+    weights are NaN. Every softmax is in f32 with the row's maximum
+    subtracted. Renormalised softmax_then_topk and topk_then_softmax are
+    the same function (exp(l_i − m) / Σ over the selected exp(l_j − m));
+    `renormalise` with topk_then_softmax is rejected, its weights already
+    sum to 1.
+
+    Shapes: logits [..., E] (the router projection's x·W_r (+ b): one row
+    per token, [N, E] as the exporters flatten it), weights and indices
+    [..., k], 1 ≤ k ≤ E (k a static attribute; a dynamic E is checked
+    against k at run time). Element types: logits f32/f16/bf16; weights
+    f32 or the logits' type (computed in f32 either way, then truncated);
+    indices i64, in [0, E). The MoE layer gathers the experts by `indices`
+    and scales their outputs by `weights`.
+
+    Source: Shazeer et al. 2017, "Outrageously Large Neural Networks: The
+    Sparsely-Gated Mixture-of-Experts Layer", section 2.1 (noisy top-k
+    gating: KeepTopK, then softmax); Fedus et al. 2021, "Switch
+    Transformers", section 2.1 (softmax, then top-1); Jiang et al. 2024,
+    "Mixtral of Experts", section 2.1; transformers' Qwen3-MoE router
+    (softmax, top-k, norm_topk_prob) and GPT-OSS router (top-k, softmax);
+    ONNX TopK-24 for the order of ties.
+  }];
+  let arguments = (ins Gated_FloatTensor:$logits, I64Attr:$k,
+                       Gated_RouterOrder:$order,
+                       Gated_RouterNormalisation:$normalisation);
+  let results = (outs Gated_FloatTensor:$weights, TensorOf<[I64]>:$indices);
+  let assemblyFormat = [{
+    $order $normalisation $logits `,` `k` `=` $k attr-dict `:` type($logits)
+    `->` type($weights) `,` type($indices)
+  }];
+}
+
 def Gated_ResidualOp : Gated_Op<"residual", [AllTypesMatch<["x", "result"]>]> {
   let summary = "a (gated) residual combine of stream x and branch y";
   let description = [{

@@ -5,6 +5,7 @@
 #include "passes/conversion/Passes.h"
 
 #include "dialects/gated/GatedDialect.h"
+#include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineExpr.h"
@@ -603,6 +604,205 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   return success();
 }
 
+/// Scalar helpers of the router's row loop.
+struct RouterRow {
+  OpBuilder &b;
+  Location loc;
+  Value logits;
+  SmallVector<Value> row; // the row's indices (the dims before the experts)
+
+  Value f32(Value v) {
+    return v.getType().isF32()
+               ? v
+               : (Value)arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  }
+  /// logits[row, e] in f32.
+  Value at(Value e) {
+    SmallVector<Value> ix(row);
+    ix.push_back(e);
+    return f32(tensor::ExtractOp::create(b, loc, logits, ix));
+  }
+  Value cmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  Value isNan(Value x) { return cmp(arith::CmpFPredicate::UNO, x, x); }
+  Value zeroIdx() { return arith::ConstantIndexOp::create(b, loc, 0); }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value notI(Value x) {
+    return arith::XOrIOp::create(
+        b, loc, x, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  }
+  /// (x, i) comes before (y, j) in TopK's order: the larger value first
+  /// (NaN the largest, as torch.topk), equal values by the lower index.
+  Value before(Value x, Value i, Value y, Value j) {
+    Value nx = isNan(x), ny = isNan(y);
+    Value gt = orI(cmp(arith::CmpFPredicate::OGT, x, y), andI(nx, notI(ny)));
+    Value eq = orI(cmp(arith::CmpFPredicate::OEQ, x, y), andI(nx, ny));
+    Value lower =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, j);
+    return orI(gt, andI(eq, lower));
+  }
+  /// A loop over [0, n) carrying `init`; body(iv, args) yields the next.
+  ValueRange loop(Value n, ValueRange init,
+                  function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto f = scf::ForOp::create(
+        b, loc, zero, n, one, init,
+        [&](OpBuilder &nb, Location, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          scf::YieldOp::create(b, loc, body(iv, args));
+        });
+    return f.getResults();
+  }
+};
+
+/// gated.router as one scf.forall over the rows (the dims before the
+/// experts) whose iteration computes its row with scalar loops over the E
+/// experts in f32: the maximum m, Σ exp(l − m) when the weights are the
+/// softmax over all experts, then k scans each selecting the first expert
+/// after the previous pick in TopK's order (no buffer of picks: O(k·E),
+/// for the small E and k of routers), then weight j = exp(l_j − m) over
+/// the softmax's or the selected experts' Σ exp(l − m). Renormalised
+/// softmax_then_topk and topk_then_softmax both divide by the latter.
+LogicalResult lower(gated::RouterOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto lt = dyn_cast<RankedTensorType>(op.getLogits().getType());
+  auto wt = dyn_cast<RankedTensorType>(op.getWeights().getType());
+  auto it = dyn_cast<RankedTensorType>(op.getIndices().getType());
+  if (!lt || !wt || !it || lt.getRank() < 1)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  Value logits = op.getLogits();
+  int64_t r = lt.getRank(), k = op.getK();
+  Value experts = tensor::DimOp::create(b, loc, logits, r - 1);
+  Value kIdx = arith::ConstantIndexOp::create(b, loc, k);
+  if (lt.isDynamicDim(r - 1))
+    cf::AssertOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, kIdx, experts),
+        "gatec: fewer experts than the router's k = " + std::to_string(k) +
+            " in " + describeOp(loc));
+  Type we = wt.getElementType();
+  SmallVector<int64_t> shape(lt.getShape());
+  shape.back() = k;
+  SmallVector<Value> dyn;
+  SmallVector<OpFoldResult> rows;
+  for (int64_t d = 0; d + 1 < r; ++d) {
+    if (lt.isDynamicDim(d))
+      dyn.push_back(tensor::DimOp::create(b, loc, logits, d));
+    rows.push_back(lt.isDynamicDim(d) ? OpFoldResult(dyn.back())
+                                      : b.getIndexAttr(lt.getDimSize(d)));
+  }
+  Value w0 = tensor::EmptyOp::create(b, loc, shape, we, dyn);
+  Value i0 = tensor::EmptyOp::create(b, loc, shape, b.getI64Type(), dyn);
+  bool rank1 = rows.empty();
+  if (rank1)
+    rows.push_back(b.getIndexAttr(1));
+  auto forall =
+      scf::ForallOp::create(b, loc, rows, ValueRange{w0, i0}, std::nullopt);
+  OpBuilder fb = OpBuilder::atBlockTerminator(forall.getBody());
+  RouterRow row{fb, loc, logits, {}};
+  if (!rank1)
+    llvm::append_range(row.row, forall.getInductionVars());
+  SmallVector<OpFoldResult> offsets, sizes(r, fb.getIndexAttr(1)),
+      strides(r, fb.getIndexAttr(1));
+  for (Value iv : row.row)
+    offsets.push_back(iv);
+  offsets.push_back(fb.getIndexAttr(0));
+  sizes.back() = fb.getIndexAttr(k);
+  auto slice = [&](Value shared, Type e) -> Value {
+    return tensor::ExtractSliceOp::create(fb, loc,
+                                          RankedTensorType::get({k}, e), shared,
+                                          offsets, sizes, strides);
+  };
+  Value ws = slice(forall.getRegionIterArgs()[0], we);
+  Value is = slice(forall.getRegionIterArgs()[1], fb.getI64Type());
+  auto cst = [&](double v) -> Value {
+    return arith::ConstantOp::create(fb, loc, fb.getF32FloatAttr(v));
+  };
+  auto expm = [&](Value x, Value m) -> Value {
+    return math::ExpOp::create(fb, loc, arith::SubFOp::create(fb, loc, x, m));
+  };
+  // m = max_e l_e (NaN propagates); Σ exp(l − m) over all experts.
+  Value m =
+      row.loop(experts, {cst(-INFINITY)},
+               [&](Value e, ValueRange a) -> SmallVector<Value> {
+                 return {arith::MaximumFOp::create(fb, loc, a[0], row.at(e))};
+               })[0];
+  bool overAll = op.getOrder() == gated::RouterOrder::softmax_then_topk &&
+                 op.getNormalisation() == gated::RouterNormalisation::none;
+  Value total;
+  if (overAll)
+    total = row.loop(
+        experts, {cst(0.0)}, [&](Value e, ValueRange a) -> SmallVector<Value> {
+          return {arith::AddFOp::create(fb, loc, a[0], expm(row.at(e), m))};
+        })[0];
+  // Pick j: the first expert after pick j - 1 (read back from the indices)
+  // in TopK's order. The loops that write carry only the row's slices, so
+  // that on the GPU they run on one thread of the row's block.
+  Value zero = row.zeroIdx(),
+        none = arith::ConstantIndexOp::create(fb, loc, -1);
+  auto pick = [&](Value slice, Value j) -> Value {
+    Value e = tensor::ExtractOp::create(fb, loc, slice, j);
+    return arith::IndexCastOp::create(fb, loc, fb.getIndexType(), e);
+  };
+  is = row.loop(kIdx, {is}, [&](Value j, ValueRange a) -> SmallVector<Value> {
+    Value first =
+        arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::eq, j, zero);
+    Value prev = arith::SelectOp::create(
+        fb, loc, first, zero,
+        arith::SubIOp::create(fb, loc, j,
+                              arith::ConstantIndexOp::create(fb, loc, 1)));
+    // At j = 0 the slice holds no pick yet: pi reads expert 0, unused.
+    Value pi = arith::SelectOp::create(fb, loc, first, zero, pick(a[0], prev));
+    Value pv = row.at(pi);
+    ValueRange best =
+        row.loop(experts, {cst(0.0), none},
+                 [&](Value e, ValueRange c) -> SmallVector<Value> {
+                   Value x = row.at(e);
+                   Value eligible = row.orI(first, row.before(pv, pi, x, e));
+                   Value unset = arith::CmpIOp::create(
+                       fb, loc, arith::CmpIPredicate::slt, c[1], zero);
+                   Value take = row.andI(
+                       eligible, row.orI(unset, row.before(x, e, c[0], c[1])));
+                   return {arith::SelectOp::create(fb, loc, take, x, c[0]),
+                           arith::SelectOp::create(fb, loc, take, e, c[1])};
+                 });
+    Value idx = arith::IndexCastOp::create(fb, loc, fb.getI64Type(), best[1]);
+    return {tensor::InsertOp::create(fb, loc, idx, a[0], j)};
+  })[0];
+  Value denom =
+      overAll ? total
+              : row.loop(
+                    kIdx, {cst(0.0)},
+                    [&](Value j, ValueRange a) -> SmallVector<Value> {
+                      Value x = row.at(pick(is, j));
+                      return {arith::AddFOp::create(fb, loc, a[0], expm(x, m))};
+                    })[0];
+  ws = row.loop(kIdx, {ws}, [&](Value j, ValueRange a) -> SmallVector<Value> {
+    Value w =
+        arith::DivFOp::create(fb, loc, expm(row.at(pick(is, j)), m), denom);
+    if (w.getType() != we)
+      w = arith::TruncFOp::create(fb, loc, we, w);
+    return {tensor::InsertOp::create(fb, loc, w, a[0], j)};
+  })[0];
+  fb.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      fb, loc, ws, forall.getRegionIterArgs()[0], offsets, sizes, strides);
+  tensor::ParallelInsertSliceOp::create(
+      fb, loc, is, forall.getRegionIterArgs()[1], offsets, sizes, strides);
+  Value weights = forall.getResult(0), indices = forall.getResult(1);
+  if (weights.getType() != wt)
+    weights = tensor::CastOp::create(b, loc, wt, weights);
+  if (indices.getType() != it)
+    indices = tensor::CastOp::create(b, loc, it, indices);
+  op.getWeights().replaceAllUsesWith(weights);
+  op.getIndices().replaceAllUsesWith(indices);
+  return success();
+}
+
 struct ConvertGatedToLinalgPass
     : conversion::impl::ConvertGatedToLinalgBase<ConvertGatedToLinalgPass> {
   using Base::Base;
@@ -619,8 +819,8 @@ struct ConvertGatedToLinalgPass
       LogicalResult r =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case<gated::AttentionOp, gated::GateOp, gated::GluOp,
-                    gated::ResidualOp, gated::RMSNormOp, gated::LayerNormOp>(
-                  [&](auto o) { return lower(o, b); })
+                    gated::ResidualOp, gated::RMSNormOp, gated::LayerNormOp,
+                    gated::RouterOp>([&](auto o) { return lower(o, b); })
               .Default([](Operation *o) {
                 return o->emitOpError() << "has no lowering to linalg";
               });

@@ -15,7 +15,12 @@ def ConvertGatedToLinalg : Pass<"convert-gated-to-linalg", "mlir::func::FuncOp">
     through the indexing map, the causal mask from linalg.index, a fully
     masked row giving zeros) and applies its gate in the epilogue; the GLU
     computes x·W and x·V in one contraction with two outputs, then
-    act(a)·b; the norms reduce over the last dimension in f32. The fused,
+    act(a)·b; the norms reduce over the last dimension in f32; the MoE
+    router is one scf.forall over the tokens whose iteration runs scalar
+    loops over its row of experts (the maximum, the softmax's sum, k
+    selection scans in TopK's order, the weights) and writes its k weights
+    and indices (on the GPU: one block per token, the writing loops on one
+    thread; a dynamic expert count is checked against k). The fused,
     tiled algorithms (online softmax, GEMM epilogues) are later phases and
     are checked against this form.
 

@@ -40,6 +40,33 @@ def RaiseGlu : Pass<"raise-glu", "mlir::func::FuncOp"> {
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }
 
+def RaiseRouter : Pass<"raise-router", "mlir::func::FuncOp"> {
+  let summary = "mixture-of-experts routers to gated.router";
+  let description = [{
+    Recognises the router of a mixture-of-experts layer, the gate over
+    experts, at its onnx.TopK (largest = 1, over the last axis, k a
+    constant in [1, E], E static), in the two orders exporters write:
+      TopK(Softmax(z)), optionally renormalised by
+        Div(values, ReduceSum(values, last axis, keepdims = 1))
+        when those two are all the uses of the values (Qwen-MoE with
+        norm_topk_prob): softmax_then_topk, none or renormalise;
+      Softmax(TopK(z).values) with that Softmax the values' only use
+        (GPT-OSS, Mixtral): topk_then_softmax.
+    z must be a projection's logits [..., E]: MatMul of a constant 2-D
+    weight, or Gemm with a constant B and a constant or no C (nn.Linear as
+    the dynamo exporter writes it, GPT-OSS's with its bias), plus an
+    optional constant bias; casts to the same type, a cast of f16/bf16 to
+    f32 (the softmax in f32) and reshapes that keep the last dim are seen
+    through. Both softmaxes must be over the last axis. The TopK's indices
+    and the (renormalised) weights are replaced; a Softmax over all experts
+    with other users stays for them. Anything else is left alone: a TopK
+    over another axis, the smallest k, k not a constant, a softmax over
+    another axis, a TopK of values that are no projection's (a sampler
+    over vocabulary logits computed at run time), a sigmoid router.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
 def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
   let summary = "softmax attention and its G1 output gate to gated.attention";
   let description = [{

@@ -99,6 +99,30 @@ def layer_norm(x, w, b, epsilon):
     return y if b is None else y + b
 
 
+def router(logits, k, order="softmax_then_topk", normalisation="none"):
+    """gated.router: logits [..., E] -> (weights [..., k], indices [..., k]).
+
+    Per row the k largest logits, larger first, equal ones by the lower
+    index (NaN the largest); weights by the order and normalisation."""
+    l = np.asarray(logits, np.float64)
+    rows = l.reshape(-1, l.shape[-1])
+    idx = np.empty((rows.shape[0], k), np.int64)
+    w = np.empty((rows.shape[0], k))
+    for r, row in enumerate(rows):
+        key = sorted(range(len(row)), key=lambda e: (
+            0 if np.isnan(row[e]) else 1, -row[e] if not np.isnan(row[e]) else 0, e))
+        sel = key[:k]
+        idx[r] = sel
+        m = np.max(row)
+        e = np.exp(row - m)
+        if order == "softmax_then_topk" and normalisation == "none":
+            w[r] = e[sel] / e.sum()
+        else:  # renormalised softmax over all = softmax over the selected
+            w[r] = e[sel] / e[sel].sum()
+    shape = l.shape[:-1] + (k,)
+    return w.reshape(shape), idx.reshape(shape)
+
+
 def linear_attention(q, k, v, rule, scale, decay=None, beta=None, state=None):
     """gated.linear_attention, token by token in float64.
 

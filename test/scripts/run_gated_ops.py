@@ -27,6 +27,7 @@ LLVM = "/usr/lib/llvm-22"
 PIPELINE = [
     "--convert-gated-to-linalg",
     "--one-shot-bufferize=bufferize-function-boundaries",
+    "--scf-forall-to-for",  # gated.router's loop over the tokens
     "--convert-linalg-to-loops", "--expand-strided-metadata", "--lower-affine",
     "--convert-scf-to-cf", "--convert-math-to-llvm", "--convert-math-to-libm",
     "--convert-to-llvm",
@@ -61,7 +62,12 @@ cases = []  # (name, mlir op text builder, inputs, expected)
 
 
 def case(name, inputs, op, expected, result_shape):
-    cases.append((name, inputs, op, np.asarray(expected, np.float64), result_shape))
+    cases.append((name, inputs, op, [(np.asarray(expected, np.float64), result_shape, "f32")]))
+
+
+def case_outs(name, inputs, op, outs):
+    """An op of several results: outs is [(expected, shape, "f32" | "i64")]."""
+    cases.append((name, inputs, op, [(np.asarray(e, np.float64), s, t) for e, s, t in outs]))
 
 
 def f32(*shape, scale=1.0):
@@ -153,23 +159,49 @@ case("layer_norm_eps1", [xr, wn, bn], "gated.layer_norm %%a0, %%a1, %%a2 : %s {e
 case("layer_norm_nobias", [xr, wn], "gated.layer_norm %%a0, %%a1 {epsilon = 1.0e-5 : f32} : %s, %s" % (ttype(xr), ttype(wn)),
      ref.layer_norm(xr, wn, None, 1e-5), xr.shape)
 
+# gated.router: both orders and normalisations, a [B, T, E] and a rank-1
+# row, ties (the lower index first) and k = E.
+def router_case(name, l, k, order, norm):
+    w, i = ref.router(l, k, order, norm)
+    shape = l.shape[:-1] + (k,)
+    rt = "tensor<%sx%%s>" % "x".join(str(d) for d in shape)
+    case_outs(name, [l],
+              "gated.router %s %s %%%%a0, k = %d : %s -> %s, %s" % (
+                  order, norm, k, ttype(l), rt % "f32", rt % "i64"),
+              [(w, shape, "f32"), (i, shape, "i64")])
+
+
+router_case("router_softmax_topk", f32(5, 8, scale=2.0), 3, "softmax_then_topk", "none")
+router_case("router_renormalise", f32(2, 3, 8, scale=2.0), 2, "softmax_then_topk", "renormalise")
+router_case("router_topk_softmax", f32(5, 8, scale=2.0), 2, "topk_then_softmax", "none")
+router_case("router_rank1", f32(6), 2, "softmax_then_topk", "renormalise")
+ties = np.array([[1.0, 2.0, 2.0, 0.5, 2.0], [0.0, 0.0, 0.0, 0.0, 0.0],
+                 [-1.0, -3.0, -1.0, -3.0, -2.0]], np.float32)
+router_case("router_ties", ties, 3, "softmax_then_topk", "none")
+router_case("router_all_experts", ties, 5, "topk_then_softmax", "none")
+
 
 def module():
     out = []
-    for i, (name, inputs, op, _, shape) in enumerate(cases):
+    for i, (name, inputs, op, outs) in enumerate(cases):
         out.append("func.func @case%d() {  // %s" % (i, name))
         for j, a in enumerate(inputs):
             out.append("  %%a%d = arith.constant %s : %s" % (j, literal(a), ttype(a)))
-        rt = "tensor<%sxf32>" % "x".join(str(d) for d in shape)
-        out.append("  %%r = %s" % op.replace("%%", "%"))
-        out.append("  %%u = tensor.cast %%r : %s to tensor<*xf32>" % rt)
-        out.append("  call @printMemrefF32(%u) : (tensor<*xf32>) -> ()")
+        out.append("  %%r%s = %s" % (":%d" % len(outs) if len(outs) > 1 else "",
+                                      op.replace("%%", "%")))
+        for n, (_, shape, t) in enumerate(outs):
+            r = "%%r#%d" % n if len(outs) > 1 else "%r"
+            rt = "tensor<%sx%s>" % ("x".join(str(d) for d in shape), t)
+            out.append("  %%u%d = tensor.cast %s : %s to tensor<*x%s>" % (n, r, rt, t))
+            out.append("  call @printMemref%s(%%u%d) : (tensor<*x%s>) -> ()"
+                       % (t.upper(), n, t))
         out.append("  return\n}")
     out.append("func.func @main() {")
     for i in range(len(cases)):
         out.append("  call @case%d() : () -> ()" % i)
     out.append("  return\n}")
     out.append("func.func private @printMemrefF32(tensor<*xf32>)")
+    out.append("func.func private @printMemrefI64(tensor<*xi64>)")
     return "\n".join(out) + "\n"
 
 
@@ -185,8 +217,7 @@ def main():
     text = module()
     pipeline = PIPELINE
     if args.attention == "flash":
-        pipeline = (["--tile-attention=q-tile=2 k-tile=3"] + PIPELINE[:2]
-                    + ["--scf-forall-to-for"] + PIPELINE[2:])
+        pipeline = ["--tile-attention=q-tile=2 k-tile=3"] + PIPELINE
     lowered = subprocess.run([args.gatec_opt, "-"] + pipeline, input=text,
                              capture_output=True, text=True)
     if args.keep:
@@ -202,17 +233,21 @@ def main():
                          capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit("mlir-runner failed:\n" + run.stderr[:3000])
-    blocks = run.stdout.split("Unranked Memref")[1:]
-    if len(blocks) != len(cases):
-        sys.exit("expected %d results, got %d" % (len(cases), len(blocks)))
+    blocks = iter(run.stdout.split("Unranked Memref")[1:])
+    nres = sum(len(outs) for *_, outs in cases)
+    if len(run.stdout.split("Unranked Memref")) - 1 != nres:
+        sys.exit("expected %d results, got %d" % (nres, len(run.stdout.split("Unranked Memref")) - 1))
     failures = 0
-    for (name, _, _, want, shape), blk in zip(cases, blocks):
-        data = blk.split("data =", 1)[1]
-        vals = np.array([float(x) for x in re.findall(r"-?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?)", data)])
-        got = vals.reshape(shape)
-        err = np.abs(got - want) / (1 + np.abs(want))
-        worst = float(np.nanmax(err)) if err.size else 0.0
-        ok = np.all(np.isfinite(got)) and worst <= TOL
+    for name, _, _, outs in cases:
+        worst, ok = 0.0, True
+        for want, shape, t in outs:
+            data = next(blocks).split("data =", 1)[1]
+            vals = np.array([float(x) for x in re.findall(r"-?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?)", data)])
+            got = vals.reshape(shape)
+            err = np.abs(got - want) / (1 + np.abs(want))
+            w = float(np.nanmax(err)) if err.size else 0.0
+            worst = max(worst, w)
+            ok = ok and np.all(np.isfinite(got)) and w <= (TOL if t == "f32" else 0.0)
         print("%s %-32s max scaled error %.2e" % ("ok  " if ok else "FAIL", name, worst))
         failures += not ok
     print("gated ops on the CPU (%s): %d cases, %d failures"

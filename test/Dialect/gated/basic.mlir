@@ -37,3 +37,14 @@ func.func @attention_bshd(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x4x16xf32>, %v
   %r = gated.attention %q, %k, %v {bshd = ["key", "result"], scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
   return %r : tensor<2x8x4x16xf32>
 }
+
+// The MoE router: both orders and normalisations, [N, E] with symbolic N,
+// [E] alone, and f32 weights of bf16 logits.
+// CHECK-LABEL: func.func @router
+// CHECK: gated.router softmax_then_topk renormalise %arg0, k = 2 : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi64>
+// CHECK: gated.router topk_then_softmax none %arg1, k = 1 : tensor<8xbf16> -> tensor<1xf32>, tensor<1xi64>
+func.func @router(%l: tensor<?x8xf32>, %e: tensor<8xbf16>) -> (tensor<?x2xf32>, tensor<?x2xi64>, tensor<1xf32>, tensor<1xi64>) {
+  %w, %i = gated.router softmax_then_topk renormalise %l, k = 2 : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi64>
+  %w1, %i1 = gated.router topk_then_softmax none %e, k = 1 : tensor<8xbf16> -> tensor<1xf32>, tensor<1xi64>
+  return %w, %i, %w1, %i1 : tensor<?x2xf32>, tensor<?x2xi64>, tensor<1xf32>, tensor<1xi64>
+}

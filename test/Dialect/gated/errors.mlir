@@ -100,6 +100,70 @@ func.func @bshd_result_order(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
 
 // -----
 
+func.func @router_k(%l: tensor<?x4xf32>) -> (tensor<?x5xf32>, tensor<?x5xi64>) {
+  // expected-error @+1 {{'gated.router' op k = 5 exceeds the 4 experts of the logits}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 5 : tensor<?x4xf32> -> tensor<?x5xf32>, tensor<?x5xi64>
+  return %w, %i : tensor<?x5xf32>, tensor<?x5xi64>
+}
+
+// -----
+
+func.func @router_k_zero(%l: tensor<?x4xf32>) -> (tensor<?x0xf32>, tensor<?x0xi64>) {
+  // expected-error @+1 {{'gated.router' op k must be at least 1, got 0}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 0 : tensor<?x4xf32> -> tensor<?x0xf32>, tensor<?x0xi64>
+  return %w, %i : tensor<?x0xf32>, tensor<?x0xi64>
+}
+
+// -----
+
+func.func @router_rank(%l: tensor<3x4xf32>) -> (tensor<2xf32>, tensor<3x2xi64>) {
+  // expected-error @+1 {{'gated.router' op weights must be [3, 2] (the logits' shape with k last), got 'tensor<2xf32>'}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 2 : tensor<3x4xf32> -> tensor<2xf32>, tensor<3x2xi64>
+  return %w, %i : tensor<2xf32>, tensor<3x2xi64>
+}
+
+// -----
+
+func.func @router_rows(%l: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<5x2xi64>) {
+  // expected-error @+1 {{'gated.router' op indices must be [3, 2] (the logits' shape with k last), got 'tensor<5x2xi64>'}}
+  %w, %i = gated.router topk_then_softmax none %l, k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<5x2xi64>
+  return %w, %i : tensor<3x2xf32>, tensor<5x2xi64>
+}
+
+// -----
+
+func.func @router_type(%l: tensor<3x4xf16>) -> (tensor<3x2xbf16>, tensor<3x2xi64>) {
+  // expected-error @+1 {{'gated.router' op weights must be f32 or the logits' element type 'f16', got 'bf16'}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 2 : tensor<3x4xf16> -> tensor<3x2xbf16>, tensor<3x2xi64>
+  return %w, %i : tensor<3x2xbf16>, tensor<3x2xi64>
+}
+
+// -----
+
+func.func @router_indices(%l: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>) {
+  // expected-error @+1 {{'gated.router' op result #1 must be tensor of 64-bit signless integer values}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi32>
+  return %w, %i : tensor<3x2xf32>, tensor<3x2xi32>
+}
+
+// -----
+
+func.func @router_scalar(%l: tensor<f32>) -> (tensor<f32>, tensor<i64>) {
+  // expected-error @+1 {{'gated.router' op logits must be [..., E] (rank 1 or more), got 'tensor<f32>'}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 1 : tensor<f32> -> tensor<f32>, tensor<i64>
+  return %w, %i : tensor<f32>, tensor<i64>
+}
+
+// -----
+
+func.func @router_renormalise(%l: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+  // expected-error @+1 {{'gated.router' op renormalise after topk_then_softmax: its weights already sum to 1 (use none)}}
+  %w, %i = gated.router topk_then_softmax renormalise %l, k = 2 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+  return %w, %i : tensor<3x2xf32>, tensor<3x2xi64>
+}
+
+// -----
+
 func.func @negative_window(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   // expected-error @+1 {{'gated.attention' op left_window must be >= 0 (got -1)}}
   %r = gated.attention %q, %q, %q {causal, left_window = -1 : i64, scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>

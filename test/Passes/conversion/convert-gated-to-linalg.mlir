@@ -35,3 +35,51 @@ func.func @dynamic_heads(%q: tensor<1x?x5x8xf32>) -> tensor<1x?x5x8xf32> {
   %a = gated.attention %q, %q, %q {scale = 0.25 : f32} : tensor<1x?x5x8xf32>, tensor<1x?x5x8xf32>, tensor<1x?x5x8xf32> -> tensor<1x?x5x8xf32>
   return %a : tensor<1x?x5x8xf32>
 }
+
+// -----
+
+// The router: one scf.forall over the tokens (symbolic N) writing each
+// row's k weights and indices; in it, scalar loops over the experts in f32
+// (the maximum, then k selection scans), then the weights exp(l - m) over
+// the selected experts' sum (renormalise); bf16 logits, f32 weights.
+// CHECK-LABEL: func.func @router
+// CHECK-NOT: cf.assert
+// CHECK: %[[F:.*]]:2 = scf.forall (%[[T:.*]]) in (%{{.*}}) shared_outs({{.*}}) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: arith.extf
+// CHECK: arith.maximumf
+// CHECK: scf.for {{.*}} -> (tensor<2xi64>)
+// CHECK: scf.for {{.*}} -> (f32, index)
+// CHECK: arith.cmpf uno
+// CHECK: tensor.insert {{.*}} : tensor<2xi64>
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: tensor.insert {{.*}} : tensor<2xf32>
+// CHECK: tensor.parallel_insert_slice {{.*}}[%[[T]], 0] [1, 2] [1, 1] : tensor<2xf32> into tensor<?x2xf32>
+// CHECK: tensor.parallel_insert_slice {{.*}}[%[[T]], 0] [1, 2] [1, 1] : tensor<2xi64> into tensor<?x2xi64>
+// CHECK: return %[[F]]#0, %[[F]]#1
+// CHECK-NOT: gated.router
+func.func @router(%l: tensor<?x8xbf16>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %w, %i = gated.router softmax_then_topk renormalise %l, k = 2 : tensor<?x8xbf16> -> tensor<?x2xf32>, tensor<?x2xi64>
+  return %w, %i : tensor<?x2xf32>, tensor<?x2xi64>
+}
+
+// -----
+
+// A dynamic expert count is checked against k at run time.
+// CHECK-LABEL: func.func @router_dynamic_experts
+// CHECK: %[[E:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[OK:.*]] = arith.cmpi ule, %c3, %[[E]]
+// CHECK: cf.assert %[[OK]], "gatec: fewer experts than the router's k = 3 in node 'router'"
+func.func @router_dynamic_experts(%l: tensor<?x?xf32>) -> (tensor<?x3xf32>, tensor<?x3xi64>) {
+  %w, %i = gated.router topk_then_softmax none %l, k = 3 : tensor<?x?xf32> -> tensor<?x3xf32>, tensor<?x3xi64> loc("router")
+  return %w, %i : tensor<?x3xf32>, tensor<?x3xi64>
+}
+
+// -----
+
+func.func @router_unranked(%l: tensor<*xf32>) -> (tensor<*xf32>, tensor<*xi64>) {
+  // expected-error @+1 {{'gated.router' op needs ranked tensors to lower}}
+  %w, %i = gated.router softmax_then_topk none %l, k = 2 : tensor<*xf32> -> tensor<*xf32>, tensor<*xi64>
+  return %w, %i : tensor<*xf32>, tensor<*xi64>
+}
