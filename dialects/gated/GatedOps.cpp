@@ -89,6 +89,18 @@ LogicalResult sameElementType(Operation *op, ValueRange values) {
 }
 } // namespace
 
+std::optional<int64_t> AttentionOp::leftWindowSize() {
+  if (auto w = getLeftWindow())
+    return (int64_t)*w;
+  return std::nullopt;
+}
+
+std::optional<double> AttentionOp::softcapValue() {
+  if (auto c = getSoftcap())
+    return c->convertToDouble();
+  return std::nullopt;
+}
+
 LogicalResult AttentionOp::verify() {
   auto q = cast<ShapedType>(getQuery().getType());
   auto k = cast<ShapedType>(getKey().getType());

@@ -81,6 +81,9 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
   let extraClassDeclaration = [{
     /// The operand or result `name` is in [B, T, H, D] order (see `bshd`).
     bool isBshd(::llvm::StringRef name);
+    /// `left_window` and `softcap` as numbers, if set.
+    std::optional<int64_t> leftWindowSize();
+    std::optional<double> softcapValue();
   }];
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?

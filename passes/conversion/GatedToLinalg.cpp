@@ -446,12 +446,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
   // Scale and masks.
   double scale = op.getScale().convertToDouble();
   bool causal = (bool)op.getCausal();
-  std::optional<int64_t> window;
-  if (auto w = op.getLeftWindow())
-    window = (int64_t)*w;
-  std::optional<double> softcap;
-  if (auto c = op.getSoftcap())
-    softcap = c->convertToDouble();
+  std::optional<int64_t> window = op.leftWindowSize();
+  std::optional<double> softcap = op.softcapValue();
   Value mask = op.getMask();
   auto sType = cast<RankedTensorType>(scores.getResult(0).getType());
   SmallVector<Value> ins{scores.getResult(0)};

@@ -80,12 +80,8 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   int64_t rep = hq / hkv;
   double scale = op.getScale().convertToDouble();
   bool causal = (bool)op.getCausal();
-  std::optional<int64_t> window;
-  if (auto w = op.getLeftWindow())
-    window = (int64_t)*w;
-  std::optional<double> softcap;
-  if (auto c = op.getSoftcap())
-    softcap = c->convertToDouble();
+  std::optional<int64_t> window = op.leftWindowSize();
+  std::optional<double> softcap = op.softcapValue();
   Value mask = op.getMask(), gate = op.getGate();
   Type et = rt.getElementType();
 

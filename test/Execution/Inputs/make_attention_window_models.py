@@ -98,13 +98,9 @@ save("cwin", [cwin],
 # changes the result), a causal additive mask built from iotas over T.
 # Raised to gated.attention {causal, softcap}.
 T_ = "t"
-cap_nodes = [
-    helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-    helper.make_node("MatMul", ["q", "kt"], ["qk"]),
-    helper.make_node("Mul", ["qk", "scale"], ["s"]),
-    helper.make_node("Div", ["s", "cap"], ["sd"]),
-    helper.make_node("Tanh", ["sd"], ["th"]),
-    helper.make_node("Mul", ["th", "cap"], ["sc"]),
+# transformers' causal mask over the scores' T (= S): key iota <= query
+# iota, as an additive mask of 0 and finfo.min ("mask" [1, 1, T, T]).
+causal_mask_nodes = [
     helper.make_node("Shape", ["q"], ["qshape"]),
     helper.make_node("Gather", ["qshape", "two"], ["tlen"], axis=0),
     helper.make_node("Range", ["zero", "tlen", "one"], ["iota"]),
@@ -112,6 +108,15 @@ cap_nodes = [
     helper.make_node("Unsqueeze", ["iota", "ax_k"], ["ki"]),
     helper.make_node("LessOrEqual", ["ki", "qi"], ["attends"]),
     helper.make_node("Where", ["attends", "fzero", "fmin"], ["mask"]),
+]
+cap_nodes = [
+    helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+    helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+    helper.make_node("Mul", ["qk", "scale"], ["s"]),
+    helper.make_node("Div", ["s", "cap"], ["sd"]),
+    helper.make_node("Tanh", ["sd"], ["th"]),
+    helper.make_node("Mul", ["th", "cap"], ["sc"]),
+    *causal_mask_nodes,
     helper.make_node("Add", ["sc", "mask"], ["sm"]),
     helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
     helper.make_node("MatMul", ["p", "v"], ["y"], name="softcap_attention")]
@@ -140,13 +145,7 @@ sink_nodes = [
     helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
     helper.make_node("MatMul", ["q", "kt"], ["qk"]),
     helper.make_node("Mul", ["qk", "scale"], ["s"]),
-    helper.make_node("Shape", ["q"], ["qshape"]),
-    helper.make_node("Gather", ["qshape", "two"], ["tlen"], axis=0),
-    helper.make_node("Range", ["zero", "tlen", "one"], ["iota"]),
-    helper.make_node("Unsqueeze", ["iota", "ax_q"], ["qi"]),
-    helper.make_node("Unsqueeze", ["iota", "ax_k"], ["ki"]),
-    helper.make_node("LessOrEqual", ["ki", "qi"], ["attends"]),
-    helper.make_node("Where", ["attends", "fzero", "fmin"], ["mask"]),
+    *causal_mask_nodes,
     helper.make_node("Add", ["s", "mask"], ["sm"]),
     helper.make_node("Slice", ["qshape", "zero1", "one1"], ["bdim"]),
     helper.make_node("Unsqueeze", ["tlen", "zero1"], ["tdim"]),
