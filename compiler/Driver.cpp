@@ -7,6 +7,7 @@
 #include "compiler/registration/Registration.h"
 #include "compiler/support/Diagnostics.h"
 #include "compiler/target/LibraryEmitter.h"
+#include "compiler/target/Targets.h"
 #include "passes/gated/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -228,6 +229,16 @@ std::string checkOptions(const CompileOptions &o) {
     return "--gpu-mma needs --target=cuda (or, to check its mapping on the "
            "CPU, --cpu-thread-mapping)";
   }
+  if (!p.cpu.empty() && (p.target != "cpu" || !cpuVectorBitsOf(p.cpu)))
+    return p.target != "cpu"
+               ? "--cpu=" + p.cpu + " needs --target=cpu"
+               : "unknown --cpu=" + p.cpu +
+                     " (an x86-64 CPU as clang's -march names it: "
+                     "skylake-avx512, sapphirerapids, znver4, x86-64-v3, ...)";
+  if (p.cpuVectorBits != 0 && p.cpuVectorBits != 128 &&
+      p.cpuVectorBits != 256 && p.cpuVectorBits != 512)
+    return "--cpu-vector-bits=" + std::to_string(p.cpuVectorBits) +
+           " must be 128, 256 or 512";
   if ((o.emit == "lib" || o.emit == "obj") && o.output == "-")
     return "--emit=" + o.emit + " needs -o FILE";
   if (!o.report.empty() && o.report != "gates" && o.report != "fusion")
@@ -382,6 +393,8 @@ int runCompiler(CompileOptions o) {
     e.output = o.output;
     e.objectOnly = o.emit == "obj";
     e.cc = o.cc;
+    if (!o.pipeline.cpu.empty())
+      e.march = o.pipeline.cpu;
     e.runtimeInclude = o.runtimeInclude;
     if (o.pipeline.target == "cuda") {
       e.cuda = true;

@@ -50,6 +50,15 @@ struct PipelineOptions {
   /// CUDA: fp16/bf16 GEMMs on the tensor cores (mma.sync); with
   /// cpuThreadMapping, their emulation on the CPU.
   bool gpuMma = false;
+  /// CPU: contractions as register-blocked FMA micro-kernels over weights
+  /// packed at compile time (--matmul-micro-kernel); false: scalar loops.
+  bool cpuMicroKernels = true;
+  /// CPU: the vector register width the micro-kernels use, in bits (512
+  /// with AVX-512, 256 with AVX2, 128 otherwise); 0: the host's.
+  int64_t cpuVectorBits = 0;
+  /// CPU: the x86-64 CPU the library is built for (clang's -march names:
+  /// skylake-avx512, znver4, x86-64-v3, ...); empty: the compiling machine.
+  std::string cpu;
 };
 /// The phases of `options.target`, in order; each phase's passes are
 /// built from (a copy of) `options`.

@@ -10,6 +10,7 @@
 #include "dialects/gated/GatedDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "passes/conversion/Passes.h"
+#include "passes/cpu/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/gated/Passes.h"
 #include "passes/gpu/Passes.h"
@@ -46,6 +47,7 @@ void registerGatecPasses() {
   tiling::registerTilingPasses();
   fusion::registerFusionPasses();
   gpu::registerGpuPasses();
+  cpu::registerCpuPasses();
 }
 
 } // namespace gatec

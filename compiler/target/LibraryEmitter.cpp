@@ -1,9 +1,12 @@
 //===- LibraryEmitter.cpp - a compiled model as a shared library ----------===//
 #include "compiler/target/LibraryEmitter.h"
 
+#include "compiler/target/WeightSection.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -356,16 +359,24 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
 LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
                           const EmitOptions &opts) {
   Location loc = module.getLoc();
-  llvm::LLVMContext llctx;
-  auto llvmModule = translateModuleToLLVMIR(module, llctx, "gatec_model");
-  if (!llvmModule)
-    return emitError(loc) << "translation to LLVM IR failed";
-
   SmallString<128> dir;
   if (auto ec = llvm::sys::fs::createUniqueDirectory("gatec", dir))
     return emitError(loc) << "cannot create a temporary directory: "
                           << ec.message();
-  std::string ll = (dir + "/model.ll").str(), c = (dir + "/abi.c").str();
+  // The weights go to their own object as raw bytes (.incbin), never
+  // through LLVM constants; the module reaches clang as bitcode.
+  FailureOr<std::string> weights = moveWeightsToAssembly(module, dir);
+  if (failed(weights)) {
+    llvm::sys::fs::remove_directories(dir);
+    return failure();
+  }
+  llvm::LLVMContext llctx;
+  auto llvmModule = translateModuleToLLVMIR(module, llctx, "gatec_model");
+  if (!llvmModule) {
+    llvm::sys::fs::remove_directories(dir);
+    return emitError(loc) << "translation to LLVM IR failed";
+  }
+  std::string ll = (dir + "/model.bc").str(), c = (dir + "/abi.c").str();
   // Parallel loops call the OpenMP runtime (libomp of LLVM 22).
   bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &fn) {
     return fn.getName().starts_with("__kmpc_");
@@ -375,7 +386,7 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
     llvm::raw_fd_ostream os(ll, ec);
     if (ec)
       return emitError(loc) << "cannot write " << ll << ": " << ec.message();
-    llvmModule->print(os, nullptr);
+    llvm::WriteBitcodeToFile(*llvmModule, os);
   }
   {
     std::error_code ec;
@@ -384,23 +395,33 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
       return emitError(loc) << "cannot write " << c << ": " << ec.message();
     os << abiWrapperSource(sig, opts.cuda ? StringRef(opts.gpuArch) : "");
   }
-  std::vector<std::string> common{opts.cc, "-O3", "-march=native", "-fPIC",
-                                  "-Wno-override-module"};
+  std::vector<std::string> common{opts.cc, "-O3", "-march=" + opts.march,
+                                  "-fPIC", "-Wno-override-module",
+                                  // -O3 has nothing to do for weights.s
+                                  "-Wno-unused-command-line-argument"};
   std::string inc = "-I" + opts.runtimeInclude;
   LogicalResult r = success();
   if (opts.objectOnly) {
-    std::string o1 = (dir + "/model.o").str(), o2 = (dir + "/abi.o").str();
-    auto a = common, b = common;
+    std::string o1 = (dir + "/model.o").str(), o2 = (dir + "/abi.o").str(),
+                o3 = (dir + "/weights.o").str();
+    auto a = common, b = common, w = common;
     a.insert(a.end(), {"-c", ll, "-o", o1});
     b.insert(b.end(), {inc, "-c", c, "-o", o2});
+    w.insert(w.end(), {"-c", *weights, "-o", o3});
+    std::vector<std::string> link{"ld.lld-22", "-r", o1, o2};
+    if (!weights->empty())
+      link.push_back(o3);
+    link.insert(link.end(), {"-o", opts.output});
     r = succeeded(runTool(a, loc)) && succeeded(runTool(b, loc)) &&
-                succeeded(runTool(
-                    {"ld.lld-22", "-r", o1, o2, "-o", opts.output}, loc))
+                (weights->empty() || succeeded(runTool(w, loc))) &&
+                succeeded(runTool(link, loc))
             ? success()
             : failure();
   } else {
     auto a = common;
     a.insert(a.end(), {inc, "-shared", ll, c, "-o", opts.output, "-lm"});
+    if (!weights->empty())
+      a.push_back(*weights);
     if (usesOpenMP)
       a.insert(a.end(), {"-L" GATEC_LLVM_LIB_DIR, "-lomp",
                          "-Wl,-rpath," GATEC_LLVM_LIB_DIR});

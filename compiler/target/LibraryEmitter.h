@@ -39,6 +39,8 @@ struct EmitOptions {
   std::string output;      // the .so or .o to write
   bool objectOnly = false; // write a relocatable object instead
   std::string cc = "clang-22";
+  /// -march of the model code: a CPU name, or native (the host).
+  std::string march = "native";
   std::string runtimeInclude; // dir holding gatec/model_abi.h
   /// CUDA: the host module launches kernels through libgatec_cuda (the
   /// runtime's CUDA backend, in cudaRuntimeLibDir); the ABI wrapper copies

@@ -20,6 +20,10 @@ extern const char *const kHostToLLVM;
 
 /// Phase 6a: `cpu`.
 Phase cpuPhase(const PipelineOptions &o);
+/// The widest vector registers of `cpu` (a -march name; empty: the host):
+/// 512 bits with AVX-512F, 256 with AVX2 + FMA, else 128; 0 for a name
+/// that is not an x86-64 CPU.
+int64_t cpuVectorBitsOf(llvm::StringRef cpu);
 
 /// Phases 6b-8b: `gpu`, `nvvm`, `ptx`.
 std::vector<Phase> cudaPhases(const PipelineOptions &o);

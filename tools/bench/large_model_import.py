@@ -8,7 +8,12 @@ weights in one external data file, then measures, in the same run:
   onnx.load(MODEL) in Python     (the peer: protobuf + external data read)
 printing wall time, peak RSS and their ratio to the weight bytes.
 
+With --compile, also the whole compile to a shared library (gatec MODEL
+-o model.so: every phase, the weights packed into micro-kernel panels,
+bitcode, clang), its wall time and peak RSS against the weight bytes.
+
 usage: large_model_import.py [--layers N] [--d D] [--ffn F] [--dir DIR]
+                             [--compile]
 """
 import argparse
 import os
@@ -26,6 +31,8 @@ ap.add_argument("--layers", type=int, default=24)
 ap.add_argument("--d", type=int, default=1024)
 ap.add_argument("--ffn", type=int, default=2816)
 ap.add_argument("--dir", default="/tmp/gatec-large")
+ap.add_argument("--compile", action="store_true",
+                help="also compile the model to a shared library")
 ap.add_argument("--inline", action="store_true",
                 help="weights as raw_data inside the protobuf (< 2 GiB)")
 ap.add_argument("--gatec", default=os.path.join(
@@ -113,3 +120,8 @@ print("gatec import:     %6.2f s, peak RSS %7.1f MB (%.2f x weights)" % (gw, grs
 print("gatec import + print for a person (weights elided): %6.2f s, peak RSS %7.1f MB" % (sw, srss / 1e6))
 print("onnx.load (peer): %6.2f s, peak RSS %7.1f MB (%.2f x weights)" % (pw, prss / 1e6, prss / weights))
 print("ratio gatec/peer: time %.2f, memory %.2f" % (gw / pw, grss / prss))
+if args.compile:
+    so = os.path.join(args.dir, "model.so")
+    cw, crss = measure([args.gatec, path, "-o", so])
+    print("gatec compile to .so: %6.2f s, peak RSS %7.1f MB (%.2f x weights); library %.1f MB"
+          % (cw, crss / 1e6, crss / weights, os.path.getsize(so) / 1e6))

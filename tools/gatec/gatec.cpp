@@ -129,6 +129,23 @@ static cl::opt<bool> fuseProducers(
     cl::desc("Fuse producers (GEMMs, elementwise chains) into the loops of "
              "their consumers (default on; off: one loop nest per op)"),
     cl::init(true), cl::cat(gatecCat));
+static cl::opt<bool> cpuMicroKernels(
+    "cpu-micro-kernels",
+    cl::desc("--target=cpu: contractions as register-blocked FMA "
+             "micro-kernels over weights packed at compile time (default "
+             "on; off: scalar loops)"),
+    cl::init(true), cl::cat(gatecCat));
+static cl::opt<int64_t> cpuVectorBits(
+    "cpu-vector-bits",
+    cl::desc("--target=cpu: vector register width of the micro-kernels "
+             "(512, 256 or 128; default: the host's)"),
+    cl::init(0), cl::cat(gatecCat));
+static cl::opt<std::string> cpuName(
+    "cpu",
+    cl::desc("--target=cpu: build the library for this x86-64 CPU (clang's "
+             "-march names: skylake-avx512, znver4, x86-64-v3, ...; default: "
+             "the compiling machine)"),
+    cl::value_desc("name"), cl::init(""), cl::cat(gatecCat));
 static cl::opt<bool> printPipelines(
     "print-pipelines",
     cl::desc("Print the passes of each phase of the target as a textual "
@@ -186,6 +203,9 @@ int main(int argc, char **argv) {
   p.flashAttention = flashAttention;
   p.widenProjections = widenProjections;
   p.fuseProducers = fuseProducers;
+  p.cpuMicroKernels = cpuMicroKernels;
+  p.cpuVectorBits = cpuVectorBits;
+  p.cpu = cpuName;
   p.target = target;
   p.gpuArch = gpuArch;
   p.gpuFormat = gpuFormat;

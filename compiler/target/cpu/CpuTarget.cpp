@@ -7,13 +7,35 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/target/Targets.h"
 
+#include "passes/cpu/Passes.h"
 #include "passes/gpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace gatec {
+int64_t cpuVectorBitsOf(llvm::StringRef cpu) {
+  llvm::StringMap<bool> f;
+  if (cpu.empty()) {
+    f = llvm::sys::getHostCPUFeatures();
+  } else {
+    if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+      return 0;
+    llvm::SmallVector<llvm::StringRef> names;
+    llvm::X86::getFeaturesForCPU(cpu, names);
+    for (llvm::StringRef n : names)
+      f[n] = true;
+  }
+  if (f.lookup("avx512f"))
+    return 512;
+  if (f.lookup("avx2") && f.lookup("fma"))
+    return 256;
+  return 128;
+}
+
 using mlir::failure;
 using mlir::LogicalResult;
 using mlir::success;
@@ -27,7 +49,19 @@ Phase cpuPhase(const PipelineOptions &o) {
               d.mma = o.gpuMma ? "emulate" : "none";
               pm.addNestedPass<mlir::func::FuncOp>(
                   gpu::createDistributeToThreads(d));
+            } else if (o.cpuMicroKernels) {
+              cpu::MatmulMicroKernelOptions m;
+              m.vectorBits =
+                  o.cpuVectorBits ? o.cpuVectorBits : cpuVectorBitsOf(o.cpu);
+              // Register tiles of 2 vectors per row: 8 rows (16 of the 32
+              // AVX-512 registers accumulate), 6 with AVX2's 16 registers,
+              // 4 with SSE's.
+              m.nrVectors = 2;
+              m.mr = m.vectorBits >= 512 ? 8 : m.vectorBits >= 256 ? 6 : 4;
+              pm.addPass(cpu::createMatmulMicroKernel(m));
             }
+            // exp/tanh in arith ops: their loops vectorize.
+            pm.addNestedPass<mlir::func::FuncOp>(cpu::createPolynomialMath());
             return addPassPipeline(
                 pm, "cpu",
                 std::string(kHostToLLVM) +

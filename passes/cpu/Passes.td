@@ -1,0 +1,93 @@
+//===- Passes.td - the CPU target --------------------------*- tablegen -*-===//
+//
+// Code generation for the host CPU (docs/design.md, 6a): passes on the
+// bufferized loops of the tiled phase that run before they are lowered to
+// the LLVM dialect.
+//
+//===----------------------------------------------------------------------===//
+#ifndef GATEC_PASSES_CPU_PASSES_TD
+#define GATEC_PASSES_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
+  let summary = "Contractions on memrefs as register-blocked FMA micro-kernels";
+  let description = [{
+    Rewrites every `linalg.generic` on memrefs that computes
+    `C[b.., m, n] += A[b.., m, k] · B[b.., k, n]` (one m, n and k loop, any
+    batch loops, inputs f32/f16/bf16 extended to an f32 accumulator, B and C
+    contiguous along n) into loops over register tiles of `mr` rows by
+    `nr-vectors` vectors of `vector-bits`:
+
+        for n0 in 0..N step NR            // one NR-column panel of B
+         for k0 in 0..K step kc           // a k block of the panel
+          for m0 in 0..M step mr          // the rows of the row block
+            acc[mr][NR/VL] = C tile       // in registers
+            for k in k0..k0+kc:
+              b[v] = B[k, n0 + v·VL ..]   // NR/VL vector loads
+              acc[i][v] = fma(broadcast A[m0+i, k], b[v], acc[i][v])
+            C tile = acc                  // one store
+
+    The k blocks keep one kc × NR slice of a panel in L1 (32 KiB for
+    kc = 256, NR = 32) while every row tile of the block reuses it, with
+    the mr × kc slice of A beside it; a packed panel is read front to
+    back (one stream for the prefetcher); C is read and written once per
+    k block. Rows past the last full
+    tile run a one-row kernel; a panel past N's last multiple of NR uses
+    masked loads and stores.
+
+    A's full row tiles are copied once into `[M / mr, K, mr]` (when N is
+    dynamic or more than two panels wide), so that a kernel's k step reads
+    mr consecutive elements: the rows of A are often a multiple of 4 KiB
+    apart (K = 1024 floats), and mr of them read together alias in the
+    same L1 sets as the panel.
+
+    When B is a constant (`memref.get_global` of a constant global, the
+    weights of a projection), it is packed at compile time into panels
+    `[ceil(N/NR), K, NR]` (zero-padded), so that each k step reads NR
+    consecutive floats and a panel is one contiguous stream; its dtype is
+    kept (bf16/f16 weights stay half the bytes).
+
+    Other contractions (integer, transposed operands with no unit stride
+    along n, several reductions) are left to the scalar loops of
+    `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "512",
+           "width of one vector register in bits (512: AVX-512, 256: AVX2)">,
+    Option<"mr", "mr", "int64_t", "8", "rows of the register tile">,
+    Option<"nrVectors", "nr-vectors", "int64_t", "2",
+           "vectors per row of the register tile">,
+    Option<"kc", "kc", "int64_t", "256",
+           "k block: a kc x NR panel slice stays in L1 across the row tiles">,
+    Option<"packA", "pack-a", "bool", "true",
+           "pack A's row tiles [M/mr, K, mr] once per contraction when more "
+           "than two column panels reuse them">,
+    Option<"packWeights", "pack-weights", "bool", "true",
+           "pack constant B operands into panels at compile time">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def PolynomialMath : Pass<"polynomial-math", "mlir::func::FuncOp"> {
+  let summary = "exp, expm1 and tanh as polynomial approximations";
+  let description = [{
+    Rewrites `math.exp`, `math.expm1` and `math.tanh` (f32, and f16/bf16
+    through f32) into MLIR's polynomial approximations (range reduction,
+    a minimax polynomial, exponent reconstruction: a few ulp in f32; inf,
+    -inf and NaN handled as libm does), which are plain arith ops: the
+    loops that contain them (softmax rows, the online softmax of flash
+    attention, sigmoid and SiLU gates, GELU-tanh) vectorize, where a libm
+    call per element kept them scalar. log, erf and the rest stay libm
+    calls (the decay gates' log-space sums are kept exact).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+#endif

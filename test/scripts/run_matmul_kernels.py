@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Runs contractions through the CPU micro-kernels (--matmul-micro-kernel)
+and compares them with numpy in fp64.
+
+Every path of the kernel is taken: full and partial column panels (N a
+multiple of the panel width, N below it, N above it), full row tiles and
+the one-row remainder (M = 1, below, at and above the tile), K = 1,
+constant weights packed at compile time (f32, f16, and a Gemm's transB
+weight packed transposed) and B read at run time, batch dims broadcast on
+either side, a run-time transB operand (left to the scalar loops) and a
+fused bias + SiLU epilogue. Each model has symbolic
+dims and is compiled once, then run at several sizes. The compiled IR must
+contain the micro-kernel's FMAs (llvm.intr.fmuladd on vectors), so a
+matcher that stops matching fails here rather than silently running the
+scalar loops.
+
+usage: run_matmul_kernels.py [--gatec PATH] [--gatec-run PATH] [--keep DIR]
+                             [--flags "--cpu=x86-64-v3 ..."]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(20261203)
+F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def model(nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, "m", inputs, outputs, initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def vi(name, et, shape):
+    return helper.make_tensor_value_info(name, et, shape)
+
+
+def weight(name, shape, dtype=np.float32):
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) / np.sqrt(shape[-2] if len(shape) > 1 else 1)).astype(dtype), name)
+
+
+def cases():
+    """(name, model, runs, fused) — runs: list of input lists; the reference
+    is computed from the inputs and the initializers."""
+    out = []
+    # x [batch, seq, K] · W [K, N], W constant: packed panels.
+    for k, n in [(1, 32), (8, 40), (64, 100), (48, 7), (32, 64)]:
+        w = weight("w", [k, n])
+        m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                  [vi("x", F32, ["batch", "seq", k])], [vi("y", F32, ["batch", "seq", n])], [w])
+        runs = [[rng.standard_normal((b, t, k)).astype(np.float32)]
+                for b, t in [(1, 1), (1, 7), (2, 8), (1, 9), (3, 33), (1, 70)]]
+        out.append(("const_k%d_n%d" % (k, n), m, runs, True))
+    # Both operands at run time, B broadcast over A's batch dim.
+    m = model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+              [vi("a", F32, ["batch", "m", "k"]), vi("b", F32, ["k", "n"])],
+              [vi("y", F32, ["batch", "m", "n"])], [])
+    runs = [[rng.standard_normal((bb, mm, kk)).astype(np.float32),
+             rng.standard_normal((kk, nn)).astype(np.float32)]
+            for bb, mm, kk, nn in [(1, 1, 1, 1), (2, 9, 5, 33), (1, 17, 16, 64), (3, 8, 3, 70)]]
+    out.append(("runtime_b", m, runs, True))
+    # Batched B (attention-like P·V): [b, h, m, k] · [b, 1, k, n].
+    m = model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+              [vi("a", F32, ["b", 2, "m", "k"]), vi("b", F32, ["b", 1, "k", 16])],
+              [vi("y", F32, ["b", 2, "m", 16])], [])
+    runs = [[rng.standard_normal((bb, 2, mm, kk)).astype(np.float32),
+             rng.standard_normal((bb, 1, kk, 16)).astype(np.float32)]
+            for bb, mm, kk in [(1, 1, 4), (2, 11, 9)]]
+    out.append(("batched_b", m, runs, True))
+    # f16 weights and activations: the panels stay f16, accumulation f32.
+    w = weight("w", [24, 40], np.float16)
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+              [vi("x", F16, ["seq", 24])], [vi("y", F16, ["seq", 40])], [w])
+    runs = [[rng.standard_normal((t, 24)).astype(np.float16)] for t in [1, 8, 13]]
+    out.append(("const_f16", m, runs, True))
+    # Gemm with a constant transB weight [N, K] (a Linear layer's weight):
+    # packed transposed into the panels.
+    w = weight("w", [40, 20])
+    m = model([helper.make_node("Gemm", ["x", "w"], ["y"], name="gemm", transB=1)],
+              [vi("x", F32, ["m", 20])], [vi("y", F32, ["m", 40])], [w])
+    runs = [[rng.standard_normal((t, 20)).astype(np.float32)] for t in [1, 10]]
+    out.append(("gemm_transb_const", m, runs, True))
+    # transB of a B read at run time (not contiguous along n, not packable):
+    # the scalar loops.
+    m = model([helper.make_node("Gemm", ["x", "b"], ["y"], name="gemm", transB=1)],
+              [vi("x", F32, ["m", 20]), vi("b", F32, [12, 20])], [vi("y", F32, ["m", 12])], [])
+    runs = [[rng.standard_normal((t, 20)).astype(np.float32),
+             rng.standard_normal((12, 20)).astype(np.float32)] for t in [1, 10]]
+    out.append(("gemm_transb_runtime", m, runs, False))
+    # A projection with its bias and a sigmoid gate fused behind it.
+    w, bias = weight("w", [16, 48]), weight("bias", [48])
+    m = model([helper.make_node("MatMul", ["x", "w"], ["p"], name="mm"),
+               helper.make_node("Add", ["p", "bias"], ["pb"], name="bias_add"),
+               helper.make_node("Sigmoid", ["pb"], ["s"], name="sig"),
+               helper.make_node("Mul", ["pb", "s"], ["y"], name="gate")],
+              [vi("x", F32, ["batch", "seq", 16])], [vi("y", F32, ["batch", "seq", 48])],
+              [w, bias])
+    runs = [[rng.standard_normal((b, t, 16)).astype(np.float32)] for b, t in [(1, 1), (2, 37)]]
+    out.append(("bias_silu", m, runs, True))
+    return out
+
+
+def reference(m, inputs):
+    """The graph in fp64 with numpy (MatMul, Gemm, Add, Sigmoid, Mul)."""
+    env = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
+    for vi_, x in zip(m.graph.input, inputs):
+        env[vi_.name] = x.astype(np.float64)
+    for nd in m.graph.node:
+        a = [env[i] for i in nd.input]
+        if nd.op_type == "MatMul":
+            r = np.matmul(a[0], a[1])
+        elif nd.op_type == "Gemm":
+            r = a[0] @ a[1].T
+        elif nd.op_type == "Add":
+            r = a[0] + a[1]
+        elif nd.op_type == "Sigmoid":
+            r = 1 / (1 + np.exp(-a[0]))
+        elif nd.op_type == "Mul":
+            r = a[0] * a[1]
+        env[nd.output[0]] = r
+    return env[m.graph.output[0].name]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatec", default="gatec")
+    ap.add_argument("--gatec-run", default="gatec-run")
+    ap.add_argument("--keep")
+    ap.add_argument("--flags", default="", help="extra gatec options")
+    args = ap.parse_args()
+    flags = args.flags.split()
+    d = args.keep or tempfile.mkdtemp(prefix="gatec-mk-")
+    os.makedirs(d, exist_ok=True)
+    n_cases = failures = 0
+    for name, m, runs, fused in cases():
+        path = os.path.join(d, name + ".onnx")
+        onnx.save(m, path)
+        so = os.path.join(d, name + ".so")
+        ir = subprocess.run([args.gatec, path, "--compile-to=cpu"] + flags,
+                            capture_output=True, text=True)
+        has_fma = re.search(r"llvm.intr.fmuladd\(.*vector<", ir.stdout) is not None
+        if ir.returncode != 0 or has_fma != fused:
+            print("FAIL %s: micro-kernel FMAs %s, expected %s\n%s"
+                  % (name, has_fma, fused, ir.stderr[-2000:]))
+            failures += 1
+        subprocess.run([args.gatec, path, "-o", so] + flags, check=True)
+        for i, inputs in enumerate(runs):
+            n_cases += 1
+            ref = reference(m, inputs)
+            files = []
+            for j, x in enumerate(inputs):
+                files.append(os.path.join(d, "%s_%d_in%d.npy" % (name, i, j)))
+                np.save(files[-1], x)
+            got_path = os.path.join(d, "%s_%d_out.npy" % (name, i))
+            r = subprocess.run([args.gatec_run, so] + ["--input=@" + f for f in files] +
+                               ["--output=@" + got_path], capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL %s run %d: %s" % (name, i, r.stderr[-1000:]))
+                failures += 1
+                continue
+            got = np.load(got_path).astype(np.float64)
+            tol = 2e-3 if got_path and inputs[0].dtype == np.float16 else 1e-5
+            err = np.abs(got - ref) / (1 + np.abs(ref))
+            if got.shape != ref.shape or err.max(initial=0) > tol:
+                print("FAIL %s run %d: shape %s vs %s, max scaled error %g"
+                      % (name, i, got.shape, ref.shape, err.max(initial=0)))
+                failures += 1
+            else:
+                print("ok %s %s: max scaled error %.2e"
+                      % (name, "x".join(map(str, inputs[0].shape)), err.max(initial=0)))
+    print("matmul micro-kernels%s: %d cases, %d failures"
+          % (" (" + args.flags + ")" if flags else "", n_cases, failures))
+    if not args.keep:
+        shutil.rmtree(d, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

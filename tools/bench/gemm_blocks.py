@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Benchmark: GEMM-bound blocks at realistic width (d=1024) — gatec's
+compiled library vs onnxruntime (and OpenVINO where it is installed), same
+inputs, same thread count, several sequence lengths, in one run.
+
+Models (built here with onnx.helper; random weights; dynamic batch, seq):
+  matmul      y = x · W                       (1024 x 2816)
+  swiglu_ffn  y = (silu(x·Wg) * (x·Wu)) · Wd  (1024 -> 2816 -> 1024)
+  proj_block  RMSNorm, q/k/v projections summed, output projection,
+              residual, SwiGLU FFN, residual (the large_model_import layer)
+  gated_attn  q/k/v/gate projections, causal GQA Attention-23 (16/4 heads,
+              dh 64), the G1 gate sigmoid(x·Wg), output projection
+  llama_block RMSNorm, q/k/v, RoPE (RotaryEmbedding-23), causal GQA
+              Attention-23, output projection, residual, RMSNorm, SwiGLU
+              FFN, residual
+
+For each: the median time of gatec-run --benchmark=N and of N
+onnxruntime runs (each in its own process), the ratio gatec/peer (< 1:
+gatec faster), gatec's achieved GFLOP/s and its share of the machine's
+fp32 peak. The peak is computed from the vector units and the clock:
+  cores x GHz x (vector bits / 32) lanes x 2 (FMA) x FMA ports
+with the clock from /proc/cpuinfo (a VM reports its nominal clock; pass
+--ghz to use another) and 2 FMA ports for AVX-512 Xeons (--fma-ports).
+Outputs are checked against onnxruntime (max |error| printed). Not a test.
+
+usage: gemm_blocks.py [--threads 1] [--runs 12] [--seqs 128,512,2048]
+                      [--models matmul,swiglu_ffn,proj_block,gated_attn,llama_block]
+                      [--gatec-flags "--cpu-micro-kernels=false"]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BIN = os.path.join(ROOT, "build", "bin")
+
+D, F = 1024, 2816
+
+
+def build(name, path):
+    rng = np.random.default_rng(0)
+    inits, nodes = [], []
+
+    def w(n, shape):
+        a = rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[0])
+        inits.append(numpy_helper.from_array(a.astype(np.float32), n))
+        return n
+
+    def node(op, ins, out, **kw):
+        nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
+        return out
+
+    def ffn(x, p=""):
+        g = node("MatMul", [x, w(p + "wg", [D, F])], p + "g")
+        u = node("MatMul", [x, w(p + "wu", [D, F])], p + "u")
+        s = node("Sigmoid", [g], p + "sg")
+        silu = node("Mul", [g, s], p + "silu")
+        h = node("Mul", [silu, u], p + "h")
+        return node("MatMul", [h, w(p + "wd", [F, D])], p + "ffn")
+
+    flops = 0
+    if name == "matmul":
+        node("MatMul", ["x", w("w", [D, F])], "y")
+        flops = 2 * D * F
+    elif name == "swiglu_ffn":
+        node("Identity", [ffn("x")], "y")
+        flops = 2 * 3 * D * F
+    elif name == "proj_block":
+        n = node("RMSNormalization", ["x", w("norm", [D])], "n", epsilon=1e-6)
+        q = node("MatMul", [n, w("wq", [D, D])], "q")
+        k = node("MatMul", [n, w("wk", [D, D])], "k")
+        v = node("MatMul", [n, w("wv", [D, D])], "v")
+        qk = node("Add", [q, k], "qk")
+        qkv = node("Add", [qk, v], "qkv")
+        o = node("MatMul", [qkv, w("wo", [D, D])], "o")
+        h = node("Add", ["x", o], "h1")
+        node("Add", [h, ffn(h, "f_")], "y")
+        flops = 2 * (4 * D * D + 3 * D * F)
+    elif name in ("gated_attn", "llama_block"):
+        # GQA attention (16 query heads, 4 KV heads, head dim 64, causal) as
+        # ONNX Attention-23; llama_block adds RMSNorms, RoPE
+        # (RotaryEmbedding-23, positions 0..seq-1 built in the graph), the
+        # residuals and the SwiGLU FFN; gated_attn has the Qwen3-Next G1
+        # output gate sigmoid(x·Wg) instead.
+        hq, hkv, dh = 16, 4, 64
+        x = "x"
+        if name == "llama_block":
+            x = node("RMSNormalization", ["x", w("norm1", [D])], "n1", epsilon=1e-6)
+        q = node("MatMul", [x, w("wq", [D, hq * dh])], "q")
+        k = node("MatMul", [x, w("wk", [D, hkv * dh])], "k")
+        v = node("MatMul", [x, w("wv", [D, hkv * dh])], "v")
+        if name == "llama_block":
+            inv = 1.0 / (10000 ** (np.arange(0, dh, 2) / dh))
+            ang = np.arange(4096)[:, None] * inv[None, :]
+            inits.append(numpy_helper.from_array(np.cos(ang).astype(np.float32), "cos"))
+            inits.append(numpy_helper.from_array(np.sin(ang).astype(np.float32), "sin"))
+            for c, val in [("zero", 0), ("one", 1)]:
+                inits.append(numpy_helper.from_array(np.array(val, np.int64), c))
+            inits.append(numpy_helper.from_array(np.array([1], np.int64), "idx1"))
+            inits.append(numpy_helper.from_array(np.array([0], np.int64), "ax0"))
+            shp = node("Shape", ["x"], "shp")
+            seq = node("Gather", [shp, "one"], "seq", axis=0)
+            rng_ = node("Range", ["zero", seq, "one"], "pos")
+            pos = node("Unsqueeze", [rng_, "ax0"], "pos_ids")
+            q = node("RotaryEmbedding", [q, "cos", "sin", pos], "q_rope", num_heads=hq)
+            k = node("RotaryEmbedding", [k, "cos", "sin", pos], "k_rope", num_heads=hkv)
+        a = node("Attention", [q, k, v], "attn", q_num_heads=hq, kv_num_heads=hkv,
+                 is_causal=1)
+        flops = 2 * D * (hq + 2 * hkv) * dh + 2 * hq * dh * D
+        if name == "gated_attn":
+            g = node("MatMul", ["x", w("wg", [D, hq * dh])], "g")
+            a = node("Mul", [a, node("Sigmoid", [g], "sg")], "gated")
+            flops += 2 * D * hq * dh
+        o = node("MatMul", [a, w("wo", [hq * dh, D])], "o")
+        if name == "gated_attn":
+            node("Identity", [o], "y")
+        else:
+            h = node("Add", ["x", o], "h1")
+            n2 = node("RMSNormalization", [h, w("norm2", [D])], "n2", epsilon=1e-6)
+            node("Add", [h, ffn(n2, "f_")], "y")
+            flops += 2 * 3 * D * F
+        # Per row, plus the causal attention's 2 * 2 * T/2 * dh * hq per row
+        # (added by the caller, which knows T).
+        flops = (flops, 2 * hq * dh)
+    else:
+        sys.exit("unknown model " + name)
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", D])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                       ["batch", "seq", F if name == "matmul" else D])],
+        initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    onnx.save(m, path)
+    return flops
+
+
+ORT_CHILD = r"""
+import sys, time, numpy as np, onnxruntime as ort
+model, x, threads, runs, out = sys.argv[1], np.load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+o = ort.SessionOptions(); o.intra_op_num_threads = threads; o.inter_op_num_threads = 1
+s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+feed = {s.get_inputs()[0].name: x}
+for _ in range(3): y = s.run(None, feed)[0]
+np.save(out, y)
+t = []
+for _ in range(runs):
+    a = time.perf_counter(); s.run(None, feed); t.append(time.perf_counter() - a)
+print("min_ms", 1e3 * float(np.min(t)), "median_ms", 1e3 * float(np.median(t)))
+"""
+
+
+def stat_of(out, key):
+    """The number after `key` ('min' or 'median'; gatec-run: 'min 38.7 ms,
+    median 40.3 ms'; the onnxruntime child: 'min_ms 38.7 median_ms 40.3')."""
+    for line in out.splitlines():
+        toks = line.replace(",", " ").split()
+        for i, tok in enumerate(toks[:-1]):
+            if tok.startswith(key):
+                return float(toks[i + 1])
+    raise RuntimeError("no median in:\n" + out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=12)
+    ap.add_argument("--seqs", default="128,512,2048")
+    ap.add_argument("--models",
+                    default="matmul,swiglu_ffn,proj_block,gated_attn,llama_block")
+    ap.add_argument("--ghz", type=float, default=0)
+    ap.add_argument("--fma-ports", type=int, default=2)
+    ap.add_argument("--gatec-flags", default="")
+    args = ap.parse_args()
+
+    ghz = args.ghz
+    if not ghz:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    ghz = float(line.split(":")[1]) / 1e3
+                    break
+    flags = open("/proc/cpuinfo").read()
+    bits = 512 if " avx512f" in flags else 256 if " avx2" in flags else 128
+    peak = args.threads * ghz * (bits // 32) * 2 * args.fma_ports
+    print("peak fp32: %d thread(s) x %.2f GHz x %d lanes x 2 x %d FMA ports = %.0f GFLOP/s"
+          % (args.threads, ghz, bits // 32, args.fma_ports, peak))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    tmp = tempfile.mkdtemp(prefix="gatec-gemm-")
+    print("times: min / median of --runs, in ms; ratio and GFLOP/s from the minimums")
+    print("%-11s %5s %15s %15s %7s %8s %6s %9s" % (
+        "model", "T", "gatec", "onnxruntime", "ratio", "GFLOP/s", "%peak", "max|err|"))
+    for name in args.models.split(","):
+        onnx_path = os.path.join(tmp, name + ".onnx")
+        flops_per_row = build(name, onnx_path)
+        so = os.path.join(tmp, name + ".so")
+        subprocess.run([os.path.join(BIN, "gatec"), onnx_path, "-o", so] +
+                       args.gatec_flags.split(), check=True)
+        for t in [int(s) for s in args.seqs.split(",")]:
+            x = np.random.default_rng(1).standard_normal((1, t, D), dtype=np.float32)
+            xp, ref, got = (os.path.join(tmp, "%s_%d_%s.npy" % (name, t, k))
+                            for k in ("x", "ref", "got"))
+            np.save(xp, x)
+            ort_out = subprocess.run(
+                [sys.executable, "-c", ORT_CHILD, onnx_path, xp,
+                 str(args.threads), str(args.runs), ref],
+                check=True, capture_output=True, text=True).stdout
+            g = subprocess.run(
+                [os.path.join(BIN, "gatec-run"), so, "--input=@" + xp,
+                 "--output=@" + got, "--benchmark=%d" % args.runs],
+                check=True, capture_output=True, text=True, env=env)
+            gs = g.stdout + g.stderr
+            gmin, gmed = stat_of(gs, "min"), stat_of(gs, "median")
+            omin, omed = stat_of(ort_out, "min"), stat_of(ort_out, "median")
+            err = float(np.max(np.abs(np.load(got) - np.load(ref))))
+            fr = flops_per_row
+            if isinstance(fr, tuple):  # + causal attention: 2 GEMMs, T/2 keys
+                fr = fr[0] + fr[1] * t
+            gf = fr * t / (gmin * 1e-3) / 1e9
+            print("%-11s %5d %7.2f/%7.2f %7.2f/%7.2f %7.2f %8.1f %5.0f%% %9.2e" % (
+                name, t, gmin, gmed, omin, omed, gmin / omin, gf, 100 * gf / peak, err),
+                flush=True)
+
+
+if __name__ == "__main__":
+    main()
