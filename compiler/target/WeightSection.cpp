@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/target/WeightSection.h"
 
+#include "passes/common/ConstantBytes.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -26,15 +28,7 @@ std::optional<ArrayRef<char>> rawBytes(Attribute attr) {
   Type e = shaped.getElementType();
   if (!e.isIntOrFloat() || e.getIntOrFloatBitWidth() % 8)
     return std::nullopt;
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    if (dense.isSplat())
-      return std::nullopt;
-    return dense.getRawData();
-  }
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr))
-    if (AsmResourceBlob *blob = res.getRawHandle().getBlob())
-      return blob->getData();
-  return std::nullopt;
+  return common::constantBytes(attr);
 }
 } // namespace
 

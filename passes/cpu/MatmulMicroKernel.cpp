@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/cpu/Passes.h"
 
+#include "passes/common/ConstantBytes.h"
+
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -179,19 +181,6 @@ SmallVector<Contraction> matchContractions(linalg::GenericOp op,
   return out;
 }
 
-/// The bytes of a non-splat constant.
-std::optional<ArrayRef<char>> rawBytes(Attribute attr) {
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    if (dense.isSplat())
-      return std::nullopt;
-    return dense.getRawData();
-  }
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr))
-    if (AsmResourceBlob *blob = res.getRawHandle().getBlob())
-      return blob->getData();
-  return std::nullopt;
-}
-
 struct MatmulMicroKernelPass
     : gatec::cpu::impl::MatmulMicroKernelBase<MatmulMicroKernelPass> {
   using Base::Base;
@@ -225,11 +214,15 @@ struct MatmulMicroKernelPass
     for (int64_t i = 0; i + 2 < rank; ++i)
       if (dimOf(res[i]) && bt.getDimSize(i) != 1)
         return {};
-    auto bytes = rawBytes(*global.getInitialValue());
+    auto bytes = gatec::common::constantBytes(*global.getInitialValue());
     if (!bytes)
       return {};
     int64_t kk = bt.getDimSize(c.bT ? rank - 1 : rank - 2),
             n = bt.getDimSize(c.bT ? rank - 2 : rank - 1);
+    // Narrower than a panel: the padding would outweigh the weight (read
+    // in place, with masks, unless it must be transposed).
+    if (n < nr() && !c.bT)
+      return {};
     int64_t es = c.bElem.getIntOrFloatBitWidth() / 8;
     if ((int64_t)bytes->size() < kk * n * es)
       return {};

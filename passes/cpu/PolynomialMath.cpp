@@ -24,7 +24,9 @@ struct PolynomialMathPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     auto chosen = [](StringRef name) {
-      return name == "exp" || name == "expm1" || name == "tanh";
+      return name == math::ExpOp::getOperationName() ||
+             name == math::ExpM1Op::getOperationName() ||
+             name == math::TanhOp::getOperationName();
     };
     // f16/bf16 operands are computed in f32 first.
     populateMathF32ExpansionPatterns(patterns, chosen);

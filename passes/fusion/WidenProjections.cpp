@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/fusion/Passes.h"
 
+#include "passes/common/ConstantBytes.h"
+
 #include "dialects/onnx/OnnxDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -21,19 +23,6 @@ using namespace mlir;
 using namespace gatec;
 
 namespace {
-/// The bytes of a non-splat constant, row-major.
-std::optional<ArrayRef<char>> rawBytes(ElementsAttr attr) {
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    if (dense.isSplat())
-      return std::nullopt;
-    return dense.getRawData();
-  }
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr))
-    if (AsmResourceBlob *blob = res.getRawHandle().getBlob())
-      return blob->getData();
-  return std::nullopt;
-}
-
 /// A projection x · W whose W is a 2-D constant with its bytes.
 struct Projection {
   onnx::MatMulOp op;
@@ -61,7 +50,7 @@ void findBias(Projection &p) {
       ct.getElementType() !=
           cast<ShapedType>(p.weight.getType()).getElementType())
     return;
-  auto bytes = rawBytes(c.getValue());
+  auto bytes = common::constantBytes(c.getValue());
   int64_t elemBytes = ct.getElementType().getIntOrFloatBitWidth() / 8;
   if (!bytes || (int64_t)bytes->size() != p.n * elemBytes)
     return;
@@ -80,7 +69,7 @@ std::optional<Projection> asProjection(onnx::MatMulOp op) {
       !wt.getElementType().isIntOrFloat() ||
       wt.getElementType().getIntOrFloatBitWidth() % 8)
     return std::nullopt;
-  auto bytes = rawBytes(c.getValue());
+  auto bytes = common::constantBytes(c.getValue());
   int64_t elemBytes = wt.getElementType().getIntOrFloatBitWidth() / 8;
   if (!bytes || (int64_t)bytes->size() != wt.getNumElements() * elemBytes)
     return std::nullopt;

@@ -138,8 +138,12 @@ struct TileAndFuseLinalgPass
           [&](tensor::ExtractSliceOp slice, OpResult producer, bool)
               -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
             Operation *p = producer.getOwner();
-            if (!fuseProducers || !isa<linalg::LinalgOp>(p) ||
-                isFullSlice(slice) || !hasBoundedSizes(slice))
+            // A producer with a loop of static extent 0 (a contraction
+            // over K = 0) cannot be tiled either: it stays outside.
+            auto pl = dyn_cast<linalg::LinalgOp>(p);
+            if (!fuseProducers || !pl || isFullSlice(slice) ||
+                !hasBoundedSizes(slice) ||
+                llvm::is_contained(pl.getStaticLoopRanges(), 0))
               return std::nullopt;
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())

@@ -205,7 +205,8 @@ int main(int argc, char **argv) {
   p.fuseProducers = fuseProducers;
   p.cpuMicroKernels = cpuMicroKernels;
   p.cpuVectorBits = cpuVectorBits;
-  p.cpu = cpuName;
+  // native: the compiling machine, as without the option.
+  p.cpu = cpuName == "native" ? std::string() : std::string(cpuName);
   p.target = target;
   p.gpuArch = gpuArch;
   p.gpuFormat = gpuFormat;

@@ -62,6 +62,18 @@ case("add0", [N("Add", ["x", "b"], ["y"], name="add")],
 case("matmul0k", [N("MatMul", ["x", "w"], ["y"], name="mm")],
      [vi("x", [2, 0])], [vi("y", [2, 3])],
      [const("w", np.zeros((0, 3), np.float32))])
+# K = 0 with a fused epilogue: the bias alone (tile-and-fuse crashed on the
+# contraction's 0-extent loop when fusing it into the Add's loop).
+case("matmul0kbias", [N("MatMul", ["x", "w"], ["m"], name="mm"),
+                      N("Add", ["m", "c"], ["y"], name="bias")],
+     [vi("x", [2, 0])], [vi("y", [2, 5])],
+     [const("w", np.zeros((0, 5), np.float32)),
+      const("c", np.arange(5, dtype=np.float32))])
+case("gemm0kbias", [N("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1,
+                      alpha=2.0, beta=0.5)],
+     [vi("x", [2, 0])], [vi("y", [2, 5])],
+     [const("w", np.zeros((5, 0), np.float32)),
+      const("c", np.arange(5, dtype=np.float32))])
 case("matmulrelu", [N("MatMul", ["x", "w"], ["m"], name="mm"),
                     N("Relu", ["m"], ["y"], name="relu")],
      [vi("x", [0, 3, 4])], [vi("y", [0, 3, 5])],
