@@ -60,11 +60,11 @@ FailureOr<std::string> moveWeightsToAssembly(ModuleOp module, StringRef dir,
     offset += pad;
     binOs.write(bytes->data(), bytes->size());
     StringRef name = g.getSymName();
+    // A symbol at its offset in the one .incbin of the file (an .incbin per
+    // weight would make the assembler read the whole file each time).
     as << "\t.globl\t" << name << "\n\t.hidden\t" << name << "\n\t.type\t"
-       << name << ",@object\n\t.p2align\t6\n"
-       << name << ":\n\t.incbin\t\"" << bin << "\", " << offset << ", "
-       << bytes->size() << "\n\t.size\t" << name << ", " << bytes->size()
-       << "\n";
+       << name << ",@object\n\t.size\t" << name << ", " << bytes->size()
+       << "\n\t.set\t" << name << ", .Lgatec_weights + " << offset << "\n";
     offset += bytes->size();
     if (auto res = dyn_cast<DenseResourceElementsAttr>(g.getValueAttr()))
       released.push_back(res);
@@ -80,6 +80,7 @@ FailureOr<std::string> moveWeightsToAssembly(ModuleOp module, StringRef dir,
            failure();
   if (offset == 0)
     return std::string();
+  as << "\t.p2align\t6\n.Lgatec_weights:\n\t.incbin\t\"" << bin << "\"\n";
   // The bytes are on disk: the in-memory copies go (a blob shared with a
   // global that keeps its initializer is kept).
   llvm::DenseSet<void *> kept;

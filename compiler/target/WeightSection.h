@@ -12,9 +12,10 @@ namespace gatec {
 
 /// Moves the initializers of the large constant globals of `module` (in the
 /// LLVM dialect; `minBytes` and more) out of the IR: their bytes are
-/// written, 64-byte aligned, to DIR/weights.bin, and DIR/weights.s defines
-/// each global (hidden, in .rodata) with `.incbin` of its range, so the
-/// assembler copies the bytes into the object file at copy speed; the
+/// written, 64-byte aligned, to DIR/weights.bin, and DIR/weights.s includes
+/// the file with one `.incbin` and defines each global (hidden, in .rodata)
+/// at its offset, so the assembler copies the bytes into the object file at
+/// copy speed; the
 /// globals become external declarations. Returns the path of weights.s, or
 /// "" when no global was moved. The blobs moved are released.
 mlir::FailureOr<std::string> moveWeightsToAssembly(mlir::ModuleOp module,
