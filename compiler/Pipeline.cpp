@@ -96,7 +96,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          // CPU micro-kernels: row blocks of 32 rows reuse each packed panel
          // of B (K x NR, in L2) over 32 / mr register tiles.
          else if (o.target == "cpu" && !o.cpuThreadMapping && o.cpuMicroKernels)
-           tiling.rows = 32;
+           tiling.rows = o.cpuRowBlock ? o.cpuRowBlock : 32;
          f.addPass(tiling::createTileAndFuseLinalg(tiling));
          f.addPass(tiling::createInnermostParallelLoop());
          f.addPass(mlir::createCanonicalizerPass());

@@ -56,6 +56,12 @@ struct PipelineOptions {
   /// CPU: the vector register width the micro-kernels use, in bits (512
   /// with AVX-512, 256 with AVX2, 128 otherwise); 0: the host's.
   int64_t cpuVectorBits = 0;
+  /// CPU: each tiled kernel as a call of a function shared by identical
+  /// kernels (--outline-loop-nests).
+  bool outlineKernels = true;
+  /// CPU micro-kernels: the rows of each row block the tiling hands to a
+  /// thread (its producers are fused per block); 0: 32.
+  int64_t cpuRowBlock = 0;
   /// CPU: the x86-64 CPU the library is built for (clang's -march names:
   /// skylake-avx512, znver4, x86-64-v3, ...); empty: the compiling machine.
   std::string cpu;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/importer/ImporterInternal.h"
 
+#include "passes/common/MappedPages.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -125,7 +127,18 @@ const llvm::MemoryBuffer *TensorImporter::mapExternal(StringRef location,
             "': " + buf.getError().message();
     return nullptr;
   }
-  auto shared = std::shared_ptr<llvm::MemoryBuffer>(std::move(*buf));
+  // A mapped file: passes that have read a weight may drop its pages.
+  std::shared_ptr<llvm::MemoryBuffer> shared;
+  if ((*buf)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap) {
+    gatec::common::registerFileMapping((*buf)->getBufferStart(),
+                                       (*buf)->getBufferSize());
+    shared.reset(buf->release(), [](llvm::MemoryBuffer *b) {
+      gatec::common::unregisterFileMapping(b->getBufferStart());
+      delete b;
+    });
+  } else {
+    shared = std::move(*buf);
+  }
   external[location] = shared;
   return shared.get();
 }

@@ -363,9 +363,9 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
   if (auto ec = llvm::sys::fs::createUniqueDirectory("gatec", dir))
     return emitError(loc) << "cannot create a temporary directory: "
                           << ec.message();
-  // The weights go to their own object as raw bytes (.incbin), never
+  // The weights go to their own object as raw bytes (weights.o), never
   // through LLVM constants; the module reaches clang as bitcode.
-  FailureOr<std::string> weights = moveWeightsToAssembly(module, dir);
+  FailureOr<std::string> weights = moveWeightsToObject(module, dir);
   if (failed(weights)) {
     llvm::sys::fs::remove_directories(dir);
     return failure();
@@ -397,23 +397,20 @@ LogicalResult emitLibrary(ModuleOp module, const ModelSignature &sig,
   }
   std::vector<std::string> common{opts.cc, "-O3", "-march=" + opts.march,
                                   "-fPIC", "-Wno-override-module",
-                                  // -O3 has nothing to do for weights.s
+                                  // -O3 has nothing to do for weights.o
                                   "-Wno-unused-command-line-argument"};
   std::string inc = "-I" + opts.runtimeInclude;
   LogicalResult r = success();
   if (opts.objectOnly) {
-    std::string o1 = (dir + "/model.o").str(), o2 = (dir + "/abi.o").str(),
-                o3 = (dir + "/weights.o").str();
-    auto a = common, b = common, w = common;
+    std::string o1 = (dir + "/model.o").str(), o2 = (dir + "/abi.o").str();
+    auto a = common, b = common;
     a.insert(a.end(), {"-c", ll, "-o", o1});
     b.insert(b.end(), {inc, "-c", c, "-o", o2});
-    w.insert(w.end(), {"-c", *weights, "-o", o3});
     std::vector<std::string> link{"ld.lld-22", "-r", o1, o2};
     if (!weights->empty())
-      link.push_back(o3);
+      link.push_back(*weights);
     link.insert(link.end(), {"-o", opts.output});
     r = succeeded(runTool(a, loc)) && succeeded(runTool(b, loc)) &&
-                (weights->empty() || succeeded(runTool(w, loc))) &&
                 succeeded(runTool(link, loc))
             ? success()
             : failure();

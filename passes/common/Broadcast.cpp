@@ -70,16 +70,45 @@ Root argumentRoot(BlockArgument arg, int64_t dim) {
   return opaqueRoot(arg, dim);
 }
 
-Root rootOfDim(Value v, int64_t dim);
+/// Finds roots, remembering those of the values it has visited: a size
+/// is often built from the same sizes along several paths (each side of a
+/// broadcast select is itself a select over the previous layer's sizes),
+/// so an unremembered walk is exponential in the depth of the model (12
+/// layers took minutes). One finder per query: the IR does not change
+/// while it lives.
+class RootFinder {
+public:
+  Root ofDim(Value v, int64_t dim) {
+    auto key = std::make_pair(v, dim);
+    if (auto it = dims.find(key); it != dims.end())
+      return it->second;
+    Root r = walkDim(v, dim);
+    dims[key] = r;
+    return r;
+  }
+  Root ofIndex(OpFoldResult f) {
+    if (std::optional<int64_t> c = getConstantIntValue(f))
+      return constantRoot(*c);
+    auto v = cast<Value>(f);
+    if (auto it = indices.find(v); it != indices.end())
+      return it->second;
+    Root r = walkIndex(v);
+    indices[v] = r;
+    return r;
+  }
 
-/// The root of an index value or attribute.
-Root rootOfIndex(OpFoldResult f) {
-  if (std::optional<int64_t> c = getConstantIntValue(f))
-    return constantRoot(*c);
-  auto v = cast<Value>(f);
+private:
+  Root walkDim(Value v, int64_t dim);
+  Root walkIndex(Value v);
+  llvm::DenseMap<std::pair<Value, int64_t>, Root> dims;
+  llvm::DenseMap<Value, Root> indices;
+};
+
+/// The root of an index value.
+Root RootFinder::walkIndex(Value v) {
   if (auto d = v.getDefiningOp<tensor::DimOp>())
     if (std::optional<int64_t> i = d.getConstantIndex())
-      return rootOfDim(d.getSource(), *i);
+      return ofDim(d.getSource(), *i);
   // A broadcast size (a == 1 ? b : a) whose sides have become provably
   // equal (an operand was still an unlowered op when it was built) is a.
   if (auto sel = v.getDefiningOp<arith::SelectOp>())
@@ -87,8 +116,8 @@ Root rootOfIndex(OpFoldResult f) {
         c && c.getPredicate() == arith::CmpIPredicate::eq &&
         c.getLhs() == sel.getFalseValue() &&
         isConstantIntValue(c.getRhs(), 1)) {
-      Root a = rootOfIndex(sel.getFalseValue());
-      if (rootOfIndex(sel.getTrueValue()) == a)
+      Root a = ofIndex(sel.getFalseValue());
+      if (ofIndex(sel.getTrueValue()) == a)
         return a;
     }
   return opaqueRoot(v);
@@ -111,7 +140,7 @@ std::optional<int64_t> collapsedSource(tensor::CollapseShapeOp c, int64_t dim) {
 }
 
 /// The root of dim `dim` of the tensor `v`.
-Root rootOfDim(Value v, int64_t dim) {
+Root RootFinder::walkDim(Value v, int64_t dim) {
   while (true) {
     auto t = cast<ShapedType>(v.getType());
     if (!t.isDynamicDim(dim))
@@ -138,9 +167,9 @@ Root rootOfDim(Value v, int64_t dim) {
       continue;
     }
     if (auto e = dyn_cast<tensor::EmptyOp>(op))
-      return rootOfIndex(e.getDynamicSize(dim));
+      return ofIndex(e.getDynamicSize(dim));
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
-      return rootOfIndex(e.getMixedOutputShape()[dim]);
+      return ofIndex(e.getMixedOutputShape()[dim]);
     if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
       // A dim other than the concatenated one is every input's.
       if ((int64_t)c.getDim() == dim)
@@ -161,7 +190,7 @@ Root rootOfDim(Value v, int64_t dim) {
       for (Value x : batched) {
         if (cast<ShapedType>(x.getType()).getDimSize(0) == 1)
           continue;
-        Root r = rootOfDim(x, 0);
+        Root r = ofDim(x, 0);
         if (common && !(*common == r))
           return opaqueRoot(v, dim);
         common = r;
@@ -181,20 +210,23 @@ Root rootOfDim(Value v, int64_t dim) {
       SmallVector<OpFoldResult> sizes = x.getMixedSizes();
       for (int64_t i = 0, k = -1; i < (int64_t)sizes.size(); ++i)
         if (!dropped[i] && ++k == dim)
-          return rootOfIndex(sizes[i]);
+          return ofIndex(sizes[i]);
     }
     return opaqueRoot(v, dim);
   }
 }
 
-Root rootOf(Size s) {
+Root rootOf(RootFinder &finder, Size s) {
   if (s.dim)
-    return rootOfDim(cast<Value>(s.value), *s.dim);
-  return rootOfIndex(s.value);
+    return finder.ofDim(cast<Value>(s.value), *s.dim);
+  return finder.ofIndex(s.value);
 }
 
 /// Whether two sizes are provably equal at run time.
-bool provablyEqual(Size a, Size b) { return rootOf(a) == rootOf(b); }
+bool provablyEqual(Size a, Size b) {
+  RootFinder finder;
+  return rootOf(finder, a) == rootOf(finder, b);
+}
 
 /// The message of the check that a run-time size broadcasts.
 std::string mismatchMessage(Location loc, int64_t dim) {

@@ -9,6 +9,7 @@
 #include "passes/cpu/Passes.h"
 
 #include "passes/common/ConstantBytes.h"
+#include "passes/common/MappedPages.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -245,6 +246,8 @@ struct MatmulMicroKernelPass
           std::memcpy(dst + j * es,
                       bytes->data() + ((p * nr() + j) * kk + r) * es, es);
       }
+    // The original is read again (from the file) only where it is kept.
+    gatec::common::dropResidentPages(*bytes);
     auto type = RankedTensorType::get({panels, kk, nr()}, c.bElem);
     std::string name =
         (global.getSymName() + (c.bT ? "_panels_t" : "_panels")).str();

@@ -72,6 +72,29 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
   ];
 }
 
+def OutlineLoopNests : Pass<"outline-loop-nests", "mlir::ModuleOp"> {
+  let summary = "Each tiled kernel as a call of a function shared by identical kernels";
+  let description = [{
+    Moves every `scf.forall` at the top level of a function (a tiled
+    kernel, on memrefs) into a private function `<parent>_kernel_<i>` and
+    calls it in its place. The function's arguments are the values the
+    nest reads from outside: buffers, dynamic sizes, and the
+    `memref.get_global` of every global it reads (weights, packed panels),
+    hoisted out of the nest; constants are cloned into it, so that its code
+    stays specialised on them.
+
+    Nests whose functions are the same code (the same text, apart from the
+    name) call one function: the kernels of a model's repeated layers
+    differ only in the weights they are given, so a 24-layer model reaches
+    LLVM and the C compiler as one layer's kernels, and its compile time
+    and library code no longer grow with its depth. The functions have
+    internal linkage (`llvm.linkage`): the library does not export them.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
 def PolynomialMath : Pass<"polynomial-math", "mlir::func::FuncOp"> {
   let summary = "exp, expm1 and tanh as polynomial approximations";
   let description = [{

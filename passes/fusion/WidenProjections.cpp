@@ -7,6 +7,7 @@
 #include "passes/fusion/Passes.h"
 
 #include "passes/common/ConstantBytes.h"
+#include "passes/common/MappedPages.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "mlir/IR/Builders.h"
@@ -98,6 +99,10 @@ void widen(MutableArrayRef<Projection> group) {
   auto type = RankedTensorType::get({k, total}, et);
   auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(bytes), alignof(double));
+  // The originals are not read again unless they are kept (then from their
+  // file): their pages need not stay resident beside the copy.
+  for (Projection &p : group)
+    common::dropResidentPages(p.bytes);
   // Named after the function: functions are widened in parallel, and the
   // blob names of one context are uniqued in the order they are created.
   std::string name = "widened_projection";

@@ -95,7 +95,7 @@ struct TileAndFuseLinalgPass
       changed = false;
       for (Operation &o :
            llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
-        if (isa<linalg::LinalgOp, tensor::EmptyOp>(o) && o.use_empty()) {
+        if (isOpTriviallyDead(&o)) { // unused linalg ops, dims, slices...
           rewriter.eraseOp(&o);
           changed = true;
         }
@@ -162,8 +162,26 @@ struct TileAndFuseLinalgPass
       for (OpResult r : root->getResults())
         if (Value repl = result->replacements.lookup(r))
           rewriter.replaceAllUsesWith(r, repl);
-      if (fused.size() > 1)
-        (void)applyPatternsGreedily(f, resolveDims);
+      // The dims of op results, at the top level and in the new loops,
+      // and the loops' ops, folded (their slice sizes and bounds): a
+      // greedy rewrite of the whole function after every root is
+      // quadratic in the model's depth (a 48-layer stack spent seconds
+      // here).
+      if (fused.size() > 1) {
+        SmallVector<Operation *> ops;
+        for (Operation &o : f.getBody().front())
+          if (auto d = dyn_cast<tensor::DimOp>(o);
+              d && isa<OpResult>(d.getSource()))
+            ops.push_back(d);
+        for (LoopLikeOpInterface loop : result->loops)
+          loop->walk([&](Operation *o) {
+            if (o != loop.getOperation())
+              ops.push_back(o);
+          });
+        GreedyRewriteConfig config;
+        config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+        (void)applyOpPatternsGreedily(ops, resolveDims, config);
+      }
       eraseDeadLinalg(f, rewriter);
     }
     f.walk([](Operation *o) { o->removeAttr(kVisited); });

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: GEMM-bound blocks at realistic width (d=1024) — gatec's
-compiled library vs onnxruntime (and OpenVINO where it is installed), same
-inputs, same thread count, several sequence lengths, in one run.
+compiled library vs onnxruntime and OpenVINO (where it is installed:
+pip install -r tools/bench/requirements.txt), same inputs, same thread
+count, several sequence lengths, in one run.
 
 Models (built here with onnx.helper; random weights; dynamic batch, seq):
   matmul      y = x · W                       (1024 x 2816)
@@ -13,15 +14,18 @@ Models (built here with onnx.helper; random weights; dynamic batch, seq):
   llama_block RMSNorm, q/k/v, RoPE (RotaryEmbedding-23), causal GQA
               Attention-23, output projection, residual, RMSNorm, SwiGLU
               FFN, residual
+  llama_4layer  four llama_blocks (not in the default --models)
 
-For each: the median time of gatec-run --benchmark=N and of N
-onnxruntime runs (each in its own process), the ratio gatec/peer (< 1:
-gatec faster), gatec's achieved GFLOP/s and its share of the machine's
+For each: the min and median time of gatec-run --benchmark=N, of N
+onnxruntime runs and of N OpenVINO runs (CPU plugin, f32 precision hint,
+latency hint, one stream; each in its own process), the ratio gatec/peer
+for the faster peer (< 1: gatec faster), gatec's achieved GFLOP/s and its share of the machine's
 fp32 peak. The peak is computed from the vector units and the clock:
   cores x GHz x (vector bits / 32) lanes x 2 (FMA) x FMA ports
 with the clock from /proc/cpuinfo (a VM reports its nominal clock; pass
 --ghz to use another) and 2 FMA ports for AVX-512 Xeons (--fma-ports).
-Outputs are checked against onnxruntime (max |error| printed). Not a test.
+Outputs (gatec's and OpenVINO's) are checked against onnxruntime (max
+|error| printed). Not a test.
 
 usage: gemm_blocks.py [--threads 1] [--runs 12] [--seqs 128,512,2048]
                       [--models matmul,swiglu_ffn,proj_block,gated_attn,llama_block]
@@ -83,52 +87,66 @@ def build(name, path):
         h = node("Add", ["x", o], "h1")
         node("Add", [h, ffn(h, "f_")], "y")
         flops = 2 * (4 * D * D + 3 * D * F)
-    elif name in ("gated_attn", "llama_block"):
+    elif name in ("gated_attn", "llama_block", "llama_4layer"):
         # GQA attention (16 query heads, 4 KV heads, head dim 64, causal) as
         # ONNX Attention-23; llama_block adds RMSNorms, RoPE
         # (RotaryEmbedding-23, positions 0..seq-1 built in the graph), the
         # residuals and the SwiGLU FFN; gated_attn has the Qwen3-Next G1
-        # output gate sigmoid(x·Wg) instead.
+        # output gate sigmoid(x·Wg) instead; llama_4layer is 4 llama_blocks.
         hq, hkv, dh = 16, 4, 64
-        x = "x"
-        if name == "llama_block":
-            x = node("RMSNormalization", ["x", w("norm1", [D])], "n1", epsilon=1e-6)
-        q = node("MatMul", [x, w("wq", [D, hq * dh])], "q")
-        k = node("MatMul", [x, w("wk", [D, hkv * dh])], "k")
-        v = node("MatMul", [x, w("wv", [D, hkv * dh])], "v")
-        if name == "llama_block":
+        llama = name != "gated_attn"
+        if llama:
             inv = 1.0 / (10000 ** (np.arange(0, dh, 2) / dh))
             ang = np.arange(4096)[:, None] * inv[None, :]
             inits.append(numpy_helper.from_array(np.cos(ang).astype(np.float32), "cos"))
             inits.append(numpy_helper.from_array(np.sin(ang).astype(np.float32), "sin"))
             for c, val in [("zero", 0), ("one", 1)]:
                 inits.append(numpy_helper.from_array(np.array(val, np.int64), c))
-            inits.append(numpy_helper.from_array(np.array([1], np.int64), "idx1"))
             inits.append(numpy_helper.from_array(np.array([0], np.int64), "ax0"))
             shp = node("Shape", ["x"], "shp")
             seq = node("Gather", [shp, "one"], "seq", axis=0)
             rng_ = node("Range", ["zero", seq, "one"], "pos")
             pos = node("Unsqueeze", [rng_, "ax0"], "pos_ids")
-            q = node("RotaryEmbedding", [q, "cos", "sin", pos], "q_rope", num_heads=hq)
-            k = node("RotaryEmbedding", [k, "cos", "sin", pos], "k_rope", num_heads=hkv)
-        a = node("Attention", [q, k, v], "attn", q_num_heads=hq, kv_num_heads=hkv,
-                 is_causal=1)
+
+        def block(x_in, p):
+            x = x_in
+            if llama:
+                x = node("RMSNormalization", [x_in, w(p + "norm1", [D])], p + "n1",
+                         epsilon=1e-6)
+            q = node("MatMul", [x, w(p + "wq", [D, hq * dh])], p + "q")
+            k = node("MatMul", [x, w(p + "wk", [D, hkv * dh])], p + "k")
+            v = node("MatMul", [x, w(p + "wv", [D, hkv * dh])], p + "v")
+            if llama:
+                q = node("RotaryEmbedding", [q, "cos", "sin", pos], p + "q_rope",
+                         num_heads=hq)
+                k = node("RotaryEmbedding", [k, "cos", "sin", pos], p + "k_rope",
+                         num_heads=hkv)
+            a = node("Attention", [q, k, v], p + "attn", q_num_heads=hq,
+                     kv_num_heads=hkv, is_causal=1)
+            if not llama:
+                g = node("MatMul", [x_in, w(p + "wg", [D, hq * dh])], p + "g")
+                a = node("Mul", [a, node("Sigmoid", [g], p + "sg")], p + "gated")
+            o = node("MatMul", [a, w(p + "wo", [hq * dh, D])], p + "o")
+            if not llama:
+                return o
+            h = node("Add", [x_in, o], p + "h1")
+            n2 = node("RMSNormalization", [h, w(p + "norm2", [D])], p + "n2",
+                      epsilon=1e-6)
+            return node("Add", [h, ffn(n2, p + "f_")], p + "out")
+
+        layers = 4 if name == "llama_4layer" else 1
+        x = "x"
+        for l in range(layers):
+            x = block(x, "l%d_" % l if layers > 1 else "")
+        node("Identity", [x], "y")
         flops = 2 * D * (hq + 2 * hkv) * dh + 2 * hq * dh * D
-        if name == "gated_attn":
-            g = node("MatMul", ["x", w("wg", [D, hq * dh])], "g")
-            a = node("Mul", [a, node("Sigmoid", [g], "sg")], "gated")
-            flops += 2 * D * hq * dh
-        o = node("MatMul", [a, w("wo", [hq * dh, D])], "o")
-        if name == "gated_attn":
-            node("Identity", [o], "y")
-        else:
-            h = node("Add", ["x", o], "h1")
-            n2 = node("RMSNormalization", [h, w("norm2", [D])], "n2", epsilon=1e-6)
-            node("Add", [h, ffn(n2, "f_")], "y")
+        if llama:
             flops += 2 * 3 * D * F
+        else:
+            flops += 2 * D * hq * dh
         # Per row, plus the causal attention's 2 * 2 * T/2 * dh * hq per row
         # (added by the caller, which knows T).
-        flops = (flops, 2 * hq * dh)
+        flops = (layers * flops, layers * 2 * hq * dh)
     else:
         sys.exit("unknown model " + name)
     g = helper.make_graph(
@@ -155,6 +173,28 @@ for _ in range(runs):
     a = time.perf_counter(); s.run(None, feed); t.append(time.perf_counter() - a)
 print("min_ms", 1e3 * float(np.min(t)), "median_ms", 1e3 * float(np.median(t)))
 """
+
+
+OV_CHILD = r"""
+import sys, time, numpy as np, openvino as ov
+model, x, threads, runs, out = sys.argv[1], np.load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+core = ov.Core()
+c = core.compile_model(core.read_model(model), "CPU", {
+    "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+    "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+r = c.create_infer_request()
+for _ in range(3): r.infer({0: x})
+np.save(out, r.get_output_tensor(0).data.copy())
+t = []
+for _ in range(runs):
+    a = time.perf_counter(); r.infer({0: x}); t.append(time.perf_counter() - a)
+print("min_ms", 1e3 * float(np.min(t)), "median_ms", 1e3 * float(np.median(t)))
+"""
+
+
+def have_openvino():
+    return subprocess.run([sys.executable, "-c", "import openvino"],
+                          capture_output=True).returncode == 0
 
 
 def stat_of(out, key):
@@ -194,9 +234,14 @@ def main():
           % (args.threads, ghz, bits // 32, args.fma_ports, peak))
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     tmp = tempfile.mkdtemp(prefix="gatec-gemm-")
-    print("times: min / median of --runs, in ms; ratio and GFLOP/s from the minimums")
-    print("%-11s %5s %15s %15s %7s %8s %6s %9s" % (
-        "model", "T", "gatec", "onnxruntime", "ratio", "GFLOP/s", "%peak", "max|err|"))
+    ov = have_openvino()
+    if not ov:
+        print("OpenVINO is not installed (pip install -r tools/bench/requirements.txt): its column is empty")
+    print("times: min / median of --runs, in ms; ratios and GFLOP/s from the minimums;")
+    print("ratio = gatec / the faster peer, ort and ov = gatec / each")
+    print("%-11s %5s %15s %15s %15s %6s %6s %6s %8s %6s %9s %9s" % (
+        "model", "T", "gatec", "onnxruntime", "openvino", "ratio", "ort", "ov",
+        "GFLOP/s", "%peak", "max|err|", "ov|err|"))
     for name in args.models.split(","):
         onnx_path = os.path.join(tmp, name + ".onnx")
         flops_per_row = build(name, onnx_path)
@@ -220,12 +265,23 @@ def main():
             gmin, gmed = stat_of(gs, "min"), stat_of(gs, "median")
             omin, omed = stat_of(ort_out, "min"), stat_of(ort_out, "median")
             err = float(np.max(np.abs(np.load(got) - np.load(ref))))
+            vmin = vmed = verr = float("nan")
+            if ov:
+                vp = os.path.join(tmp, "%s_%d_ov.npy" % (name, t))
+                ov_out = subprocess.run(
+                    [sys.executable, "-c", OV_CHILD, onnx_path, xp,
+                     str(args.threads), str(args.runs), vp],
+                    check=True, capture_output=True, text=True).stdout
+                vmin, vmed = stat_of(ov_out, "min"), stat_of(ov_out, "median")
+                verr = float(np.max(np.abs(np.load(vp) - np.load(ref))))
             fr = flops_per_row
             if isinstance(fr, tuple):  # + causal attention: 2 GEMMs, T/2 keys
                 fr = fr[0] + fr[1] * t
             gf = fr * t / (gmin * 1e-3) / 1e9
-            print("%-11s %5d %7.2f/%7.2f %7.2f/%7.2f %7.2f %8.1f %5.0f%% %9.2e" % (
-                name, t, gmin, gmed, omin, omed, gmin / omin, gf, 100 * gf / peak, err),
+            best = min(omin, vmin) if ov else omin
+            print("%-11s %5d %7.2f/%7.2f %7.2f/%7.2f %7.2f/%7.2f %6.2f %6.2f %6.2f %8.1f %5.0f%% %9.2e %9.2e" % (
+                name, t, gmin, gmed, omin, omed, vmin, vmed, gmin / best,
+                gmin / omin, gmin / vmin, gf, 100 * gf / peak, err, verr),
                 flush=True)
 
 

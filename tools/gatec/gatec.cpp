@@ -140,6 +140,19 @@ static cl::opt<int64_t> cpuVectorBits(
     cl::desc("--target=cpu: vector register width of the micro-kernels "
              "(512, 256 or 128; default: the host's)"),
     cl::init(0), cl::cat(gatecCat));
+static cl::opt<bool> cpuOutlineKernels(
+    "cpu-outline-kernels",
+    cl::desc("--target=cpu: each tiled kernel as a function, one per "
+             "distinct kernel, so that repeated layers are compiled once "
+             "(default on)"),
+    cl::init(true), cl::cat(gatecCat));
+static cl::opt<int64_t> cpuRowBlock(
+    "cpu-row-block",
+    cl::desc("--target=cpu: rows per row block of the tiled loops with "
+             "micro-kernels (each packed weight panel is reused over a "
+             "block's rows; its fused producers' tiles are this tall; "
+             "default 32)"),
+    cl::init(0), cl::cat(gatecCat));
 static cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("--target=cpu: build the library for this x86-64 CPU (clang's "
@@ -205,6 +218,8 @@ int main(int argc, char **argv) {
   p.fuseProducers = fuseProducers;
   p.cpuMicroKernels = cpuMicroKernels;
   p.cpuVectorBits = cpuVectorBits;
+  p.cpuRowBlock = cpuRowBlock;
+  p.outlineKernels = cpuOutlineKernels;
   // native: the compiling machine, as without the option.
   p.cpu = cpuName == "native" ? std::string() : std::string(cpuName);
   p.target = target;

@@ -62,6 +62,10 @@ Phase cpuPhase(const PipelineOptions &o) {
             }
             // exp/tanh in arith ops: their loops vectorize.
             pm.addNestedPass<mlir::func::FuncOp>(cpu::createPolynomialMath());
+            // One function per distinct kernel: repeated layers are
+            // compiled once.
+            if (o.outlineKernels)
+              pm.addPass(cpu::createOutlineLoopNests());
             return addPassPipeline(
                 pm, "cpu",
                 std::string(kHostToLLVM) +
