@@ -258,10 +258,10 @@ def main():
                             for k in ("x", "ref", "got"))
             np.save(xp, x)
             # Each round runs gatec, onnxruntime, OpenVINO in turn; the
-            # minimum and median over the rounds are kept. A process run
-            # right after a peer's exit was measured up to 1.4x slower on
-            # this VM (the host reclaiming the peer's memory), so no engine
-            # should always come second.
+            # minimum and median over the rounds are kept. This project's
+            # VMs drift in speed by up to 2x over tens of seconds (the same
+            # library: 72 ms, then 100-150 ms a minute later), so no
+            # engine should always run in the same stretch.
             stats = {"gatec": [], "ort": [], "ov": []}
             vp = os.path.join(tmp, "%s_%d_ov.npy" % (name, t))
             for r in range(args.rounds):
