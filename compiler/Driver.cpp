@@ -239,12 +239,14 @@ std::string checkOptions(const CompileOptions &o) {
       p.cpuVectorBits != 256 && p.cpuVectorBits != 512)
     return "--cpu-vector-bits=" + std::to_string(p.cpuVectorBits) +
            " must be 128, 256 or 512";
-  if (p.cpuRowBlock < 0 || p.cpuRowBlock > 4096 ||
-      (p.cpuRowBlock && p.target != "cpu"))
-    return p.cpuRowBlock && p.target != "cpu"
-               ? "--cpu-row-block needs --target=cpu"
-               : "--cpu-row-block=" + std::to_string(p.cpuRowBlock) +
-                     " must be from 1 to 4096 (0: the default, 32)";
+  if (p.cpuRowBlock < 0 || p.cpuRowBlock > 4096)
+    return "--cpu-row-block=" + std::to_string(p.cpuRowBlock) +
+           " must be from 1 to 4096 (0: the default, 32)";
+  if (p.cpuRowBlock &&
+      (p.target != "cpu" || !p.cpuMicroKernels || p.cpuThreadMapping))
+    return "--cpu-row-block sets the row blocks of the CPU micro-kernels: it "
+           "needs --target=cpu, without --cpu-micro-kernels=false or "
+           "--cpu-thread-mapping";
   if ((o.emit == "lib" || o.emit == "obj") && o.output == "-")
     return "--emit=" + o.emit + " needs -o FILE";
   if (!o.report.empty() && o.report != "gates" && o.report != "fusion")

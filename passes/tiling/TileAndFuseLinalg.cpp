@@ -89,7 +89,7 @@ struct TileAndFuseLinalgPass
     return {};
   }
 
-  void eraseDeadLinalg(func::FuncOp f, RewriterBase &rewriter) {
+  void eraseDeadOps(func::FuncOp f, RewriterBase &rewriter) {
     bool changed = true;
     while (changed) {
       changed = false;
@@ -182,7 +182,7 @@ struct TileAndFuseLinalgPass
         config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
         (void)applyOpPatternsGreedily(ops, resolveDims, config);
       }
-      eraseDeadLinalg(f, rewriter);
+      eraseDeadOps(f, rewriter);
     }
     f.walk([](Operation *o) { o->removeAttr(kVisited); });
   }

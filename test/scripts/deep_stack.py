@@ -8,7 +8,11 @@ With --run, also compiles it (gatec OUT.onnx -o OUT.so) and runs it with
 gatec-run at sequence lengths 1 and 37 (batch 1 and 2) against
 onnxruntime (within 1e-4 * (1 + |ref|)).
 
-usage: deep_stack.py OUT.onnx [--layers L] [--d D] [--ffn F]
+With --external, the weights are saved as ONNX external data (one file
+beside the model), which gatec maps and whose pages its passes drop once
+they have read a weight (passes/common/MappedPages.h).
+
+usage: deep_stack.py OUT.onnx [--layers L] [--d D] [--ffn F] [--external]
                      [--run] [--gatec PATH] [--gatec-run PATH]
 """
 import argparse
@@ -23,6 +27,7 @@ ap.add_argument("out")
 ap.add_argument("--layers", type=int, default=48)
 ap.add_argument("--d", type=int, default=8)
 ap.add_argument("--ffn", type=int, default=16)
+ap.add_argument("--external", action="store_true")
 ap.add_argument("--run", action="store_true")
 ap.add_argument("--gatec", default="gatec")
 ap.add_argument("--gatec-run", default="gatec-run")
@@ -63,7 +68,13 @@ g = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", d])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", d])],
     initializer=inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), args.out)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+if args.external:
+    import os
+    onnx.save(m, args.out, save_as_external_data=True, all_tensors_to_one_file=True,
+              location=os.path.basename(args.out) + ".data", size_threshold=1024)
+else:
+    onnx.save(m, args.out)
 print("deep_stack: %d layers, d=%d, ffn=%d" % (args.layers, d, f))
 if args.run:
     import onnxruntime as ort
