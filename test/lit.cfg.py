@@ -44,6 +44,10 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["gatec", "gatec-opt", "gatec-run"], tool_dirs)
+# The libFuzzer target (tools/gatec-fuzz), where the toolchain could link it.
+if getattr(config, "gatec_have_libfuzzer", False):
+    config.available_features.add("libfuzzer")
+    llvm_config.add_tool_substitutions(["gatec-fuzz-import"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # The CUDA toolkit (ptxas, libdevice) for the GPU target's checks: CUDA_HOME,

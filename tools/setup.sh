@@ -12,7 +12,7 @@ SUDO=""
 
 debs=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22 libomp-22-dev
       libonnx-dev libprotobuf-dev protobuf-compiler cmake ninja-build ccache
-      python3-venv zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev)
+      libclang-rt-22-dev python3-venv zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

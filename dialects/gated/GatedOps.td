@@ -30,7 +30,8 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
                    is false; s += mask where the mask is additive (float)
       p = softmax_j(s)                       (in f32; a row whose every
                                               entry is -inf gives p = 0,
-                                              so its output is 0)
+                                              so its output is 0; a NaN
+                                              score makes its row NaN)
       with sinks (GPT-OSS): p[b,h,t,j] = exp(s_j) / (Σ_j' exp(s_j') +
                             exp(sinks[h])), a learned per-head logit that
                             takes probability mass and reads no value
@@ -57,6 +58,13 @@ def Gated_AttentionOp : Gated_Op<"attention", [AttrSizedOperandSegments,
     dims are those above with the middle two swapped. The lowerings read
     and write them in place, strided: no transposed copy. --absorb-head-layout
     sets it from the head transposes around the op.
+
+    Fully masked rows are 0 whichever form the model wrote the attention in:
+    ONNX Attention-23/25 defines them so, and torch's TorchScript export of
+    SDPA guards them so (`Where(IsNaN(p), 0, p)`); a MatMul-Softmax-MatMul
+    pattern raised to this op gets the same zeros where ONNX's Softmax alone
+    would give NaN (0/0). Every other NaN (in query, key, value, mask or
+    gate) propagates as the maths says.
 
     Element types f32/f16/bf16; softmax and accumulation in f32.
     Source: Vaswani et al. 2017 (attention), Ainslie et al. 2023 (GQA),

@@ -551,7 +551,8 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
                             nb, loc, a[2], shifted(nb, a[0], a[1]))});
                   })
                   .getResult(0);
-  // y[b,h,t,e] = Σ_j p[b,h,t,j] · v[b,h/r,j,e], p = e/sum (0 for sum 0).
+  // y[b,h,t,e] = Σ_j p[b,h,t,j] · v[b,h/r,j,e], p = e/sum (0 for sum 0,
+  // NaN for a NaN sum).
   SmallVector<int64_t> yShape{sShape[0], hq, sShape[2], vt.getDimSize(3)};
   SmallVector<std::pair<Value, int64_t>> yDims{{q, 0}, {q, 1}, {q, 2}, {v, 3}};
   Value y0 = l.filled(yShape, yDims, 0.0);
@@ -567,11 +568,13 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
        IteratorType::parallel, IteratorType::reduction},
       [&](OpBuilder &nb, Location loc, ValueRange a) {
         Value e = shifted(nb, a[0], a[1]);
-        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
-                                          a[2], l.cst(nb, 0.0));
+        // sum = 0 only for a fully masked row: zeros; a NaN sum (a NaN
+        // score) propagates.
+        Value none = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
+                                           a[2], l.cst(nb, 0.0));
         Value p = arith::SelectOp::create(
-            nb, loc, pos, arith::DivFOp::create(nb, loc, e, a[2]),
-            l.cst(nb, 0.0));
+            nb, loc, none, l.cst(nb, 0.0),
+            arith::DivFOp::create(nb, loc, e, a[2]));
         Value acc = arith::AddFOp::create(
             nb, loc, a[4], arith::MulFOp::create(nb, loc, p, l.ext(nb, a[3])));
         linalg::YieldOp::create(nb, loc, ValueRange{acc});

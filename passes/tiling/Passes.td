@@ -53,7 +53,8 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
           s = scale · Q Kᵀ (+ mask; -inf where causal j > t)
           m' = max(m, rowmax s);  p = exp(s − m'̂)   (m'̂ = 0 where m' = -inf)
           l = l·exp(m − m'̂) + rowsum p;  acc = acc·exp(m − m'̂) + p V
-        epilogue: y = acc / l (0 where l = 0: a fully masked row gives 0),
+        epilogue: y = acc / l (0 where l = 0: a fully masked row gives 0;
+          a NaN score makes its row NaN),
           then the G1 gate (sigmoid / ns_sigmoid / silu of the gate logits,
           elementwise or headwise, multiply or add), truncated to the
           element type, written once.

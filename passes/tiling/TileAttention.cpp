@@ -467,11 +467,13 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   Value y = t.generic(
       outTile, ins, maps, {par, par},
       [&](OpBuilder &nb, ValueRange a) -> Value {
-        Value pos = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
-                                          a[1], t.cst(nb, 0.0));
+        // l = 0 only for a fully masked row: zeros. A NaN l (a NaN score)
+        // gives a NaN row.
+        Value none = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
+                                           a[1], t.cst(nb, 0.0));
         Value r = arith::SelectOp::create(
-            nb, loc, pos, arith::DivFOp::create(nb, loc, a[0], a[1]),
-            t.cst(nb, 0.0));
+            nb, loc, none, t.cst(nb, 0.0),
+            arith::DivFOp::create(nb, loc, a[0], a[1]));
         if (gate) {
           Value gv = gateInBody ? (Value)tensor::ExtractOp::create(
                                       nb, loc, gateTile,

@@ -14,6 +14,14 @@ the crash markers below. Prints
 
 then the details of every failure, and exits 1 if there is any.
 
+--compile-to=PHASE stops at another phase; --full compiles each file to a
+model library (the whole pipeline, clang included) and then prints the
+outcomes by class as well:
+
+    classes: clean error E, accepted A, crash C, hang H, memory M; full compiles (imported) P
+
+(a file that does not import is not compiled further).
+
   .venv/bin/python test/scripts/run_fuzz_corpus.py [--gatec build/bin/gatec]
       [--corpus test/Fuzz/Inputs/corpus] [--jobs 2] [--timeout 30]
 
@@ -27,6 +35,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,14 +52,34 @@ def signal_name(rc):
         return f"signal {-rc}"
 
 
-def run_one(gatec, path, timeout, mem_mb):
+MEMORY_MARKERS = ["std::bad_alloc", "out of memory", "unable to grow",
+                  "Cannot allocate memory", "RSS limit", "rss_limit",
+                  "allocation-size-too-big", "out-of-memory"]
+
+
+def classify(r):
+    """clean / accepted / crash / hang / memory, for the campaign's figures."""
+    if not r["problems"]:
+        return "accepted" if r["rc"] == 0 else "clean error"
+    if r["rc"] is None:
+        return "hang"
+    if any(m in r["stderr"] for m in MEMORY_MARKERS):
+        return "memory"
+    return "crash"
+
+
+def run_one(gatec, path, timeout, mem_mb, phase="onnx", full=False, tmp=None):
     def limits():
         if mem_mb:
             b = mem_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (b, b))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    cmd = [str(gatec), str(path), "--compile-to=onnx", "-o", "/dev/null"]
+    if full:
+        out = Path(tmp) / (path.stem + ".so")
+        cmd = [str(gatec), str(path), "-o", str(out)]
+    else:
+        cmd = [str(gatec), str(path), f"--compile-to={phase}", "-o", "/dev/null"]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -60,6 +89,8 @@ def run_one(gatec, path, timeout, mem_mb):
     except subprocess.TimeoutExpired as e:
         rc, err = None, (e.stderr or b"").decode("utf-8", "replace")
     dt = time.monotonic() - t0
+    if full:
+        out.unlink(missing_ok=True)
 
     problems = []
     if rc is None:
@@ -76,7 +107,19 @@ def run_one(gatec, path, timeout, mem_mb):
         for m in CRASH_MARKERS:
             if m in err:
                 problems.append(f"stderr contains '{m}'")
-    return {"path": path, "rc": rc, "stderr": err, "problems": problems, "time": dt}
+    return {"path": path, "rc": rc, "stderr": err, "problems": problems,
+            "time": dt, "imported": False}
+
+
+def run_file(gatec, path, timeout, mem_mb, phase, full, tmp):
+    """With `full`: the import first; a file that imports is then compiled
+    through the whole pipeline (and counts as a full compile)."""
+    r = run_one(gatec, path, timeout, mem_mb, phase if not full else "onnx")
+    if not full or r["rc"] != 0 or r["problems"]:
+        return r
+    r = run_one(gatec, path, timeout, mem_mb, full=True, tmp=tmp)
+    r["imported"] = True
+    return r
 
 
 def main():
@@ -86,6 +129,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--mem-limit-mb", type=int, default=4096)
+    ap.add_argument("--compile-to", default="onnx",
+                    help="the phase each file is compiled to (default onnx)")
+    ap.add_argument("--full", action="store_true",
+                    help="compile each file to a model library (whole pipeline)")
     ap.add_argument("--stderr-lines", type=int, default=8,
                     help="lines of stderr shown per failure")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -103,9 +150,11 @@ def main():
         print(f"run_fuzz_corpus: no files in {args.corpus}", file=sys.stderr)
         return 2
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+    with tempfile.TemporaryDirectory(prefix="gatec-fuzz-") as tmp, \
+            ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         results = list(ex.map(
-            lambda p: run_one(gatec, p, args.timeout, args.mem_limit_mb), files))
+            lambda p: run_file(gatec, p, args.timeout, args.mem_limit_mb,
+                               args.compile_to, args.full, tmp), files))
 
     failures = [r for r in results if r["problems"]]
     accepted = sum(1 for r in results if not r["problems"] and r["rc"] == 0)
@@ -125,6 +174,15 @@ def main():
             print(f"    | {line[:300]}")
     print(f"fuzz corpus: {len(results)} files, {accepted} accepted, "
           f"{rejected} rejected cleanly, {len(failures)} failures")
+    if args.full:
+        by = {}
+        for r in results:
+            by[classify(r)] = by.get(classify(r), 0) + 1
+        past = sum(1 for r in results if r["imported"])
+        print(f"classes: clean error {by.get('clean error', 0)}, accepted "
+              f"{by.get('accepted', 0)}, crash "
+              f"{by.get('crash', 0)}, hang {by.get('hang', 0)}, memory "
+              f"{by.get('memory', 0)}; full compiles (imported) {past}")
     return 1 if failures else 0
 
 
