@@ -80,6 +80,9 @@ private:
       return it->second;
     return parent ? parent->lookup(name) : Value();
   }
+  /// The main graph's outputs: their declared dims do not make a dim that
+  /// the graph computes from a dynamic input static (see importNode).
+  llvm::StringSet<> mainOutputs;
   const ::onnx::ValueInfoProto *lookupInfo(const std::string &name) {
     auto it = infos.find(name);
     if (it != infos.end())
@@ -1103,8 +1106,15 @@ LogicalResult GraphImporter::importDefaultNode(::onnx::NodeProto &n,
         if (d.getElementType() != inferred.getElementType())
           return emitError(loc) << "value '" << out << "' is declared " << d
                                 << " but the node computes " << inferred;
-        if (d.hasRank() && (!inferred.hasRank() ||
-                            succeeded(verifyCompatibleShape(d, inferred)))) {
+        if (d.hasRank() && inferred.hasRank() && mainOutputs.contains(out) &&
+            succeeded(verifyCompatibleShape(d, inferred))) {
+          // A graph output declared static where the graph computes the dim
+          // from a dynamic input (torch.onnx.export with `dynamic_axes`
+          // naming only the inputs) has the run-time size, as in
+          // onnxruntime: the declaration is not a promise the run keeps.
+        } else if (d.hasRank() &&
+                   (!inferred.hasRank() ||
+                    succeeded(verifyCompatibleShape(d, inferred)))) {
           if (!inferred.hasRank() ||
               d.getNumDynamicDims() < inferred.getNumDynamicDims())
             res.setType(d);
@@ -1143,8 +1153,10 @@ OwningOpRef<ModuleOp> GraphImporter::importMain(::onnx::GraphProto &g) {
 
   for (const auto &vi : g.value_info())
     infos[vi.name()] = &vi;
-  for (const auto &vi : g.output())
+  for (const auto &vi : g.output()) {
     infos[vi.name()] = &vi;
+    mainOutputs.insert(vi.name());
+  }
   llvm::StringSet<> initNames;
   for (const auto &t : g.initializer())
     initNames.insert(t.name());

@@ -572,9 +572,9 @@ LogicalResult lower(gated::AttentionOp op, OpBuilder &b) {
         // score) propagates.
         Value none = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
                                            a[2], l.cst(nb, 0.0));
-        Value p = arith::SelectOp::create(
-            nb, loc, none, l.cst(nb, 0.0),
-            arith::DivFOp::create(nb, loc, e, a[2]));
+        Value p =
+            arith::SelectOp::create(nb, loc, none, l.cst(nb, 0.0),
+                                    arith::DivFOp::create(nb, loc, e, a[2]));
         Value acc = arith::AddFOp::create(
             nb, loc, a[4], arith::MulFOp::create(nb, loc, p, l.ext(nb, a[3])));
         linalg::YieldOp::create(nb, loc, ValueRange{acc});

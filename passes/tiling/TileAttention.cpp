@@ -471,9 +471,9 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         // gives a NaN row.
         Value none = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
                                            a[1], t.cst(nb, 0.0));
-        Value r = arith::SelectOp::create(
-            nb, loc, none, t.cst(nb, 0.0),
-            arith::DivFOp::create(nb, loc, a[0], a[1]));
+        Value r =
+            arith::SelectOp::create(nb, loc, none, t.cst(nb, 0.0),
+                                    arith::DivFOp::create(nb, loc, a[0], a[1]));
         if (gate) {
           Value gv = gateInBody ? (Value)tensor::ExtractOp::create(
                                       nb, loc, gateTile,

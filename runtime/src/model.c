@@ -4,12 +4,14 @@
 #include "gatec/model_abi.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Thread safety: after gatec_model_load a gatec_model is never written
  * again; gatec_model_run keeps all of its state on its stack or in memory it
@@ -66,6 +68,50 @@ static void model_free(gatec_model *m) {
   if (m->handle)
     dlclose(m->handle);
   free(m);
+}
+
+/* A 64-bit ELF file whose loadable segments, program header table and
+ * section header table lie within its `size` bytes: else a message. dlopen
+ * maps segments past the end of a truncated file, and the first touch of
+ * such a page is SIGBUS inside the loader; this check turns that into the
+ * load's error. Files that are not 64-bit ELF are left to dlopen. */
+static const char *elf_extent_error(const char *path, off_t size) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  const char *err = NULL;
+  Elf64_Ehdr eh;
+  if (fread(&eh, 1, sizeof eh, f) != sizeof eh ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64)
+    goto done;
+  uint64_t fsize = (uint64_t)size;
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > fsize ||
+      (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > fsize - eh.e_phoff) {
+    err = "its program headers lie past the end of the file (truncated?)";
+    goto done;
+  }
+  if (eh.e_shnum &&
+      (eh.e_shoff > fsize ||
+       (uint64_t)eh.e_shnum * eh.e_shentsize > fsize - eh.e_shoff)) {
+    err = "its section headers lie past the end of the file (truncated?)";
+    goto done;
+  }
+  if (fseeko(f, (off_t)eh.e_phoff, SEEK_SET) != 0)
+    goto done;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (fread(&ph, 1, sizeof ph, f) != sizeof ph)
+      break;
+    if (ph.p_type == PT_LOAD &&
+        (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)) {
+      err = "a loadable segment lies past the end of the file (truncated?)";
+      break;
+    }
+  }
+done:
+  fclose(f);
+  return err;
 }
 
 static gatec_status *oom_loading(const char *path) {
@@ -199,6 +245,11 @@ gatec_status *gatec_model_load(const char *path, gatec_device device,
   if (S_ISDIR(sb.st_mode))
     return gatec_rt_status(GATEC_STATUS_LOAD_ERROR,
                            "cannot load model '%s': it is a directory", path);
+
+  const char *bad = elf_extent_error(path, sb.st_size);
+  if (bad)
+    return gatec_rt_status(GATEC_STATUS_LOAD_ERROR,
+                           "cannot load model '%s': %s", path, bad);
 
   gatec_model *m = calloc(1, sizeof(gatec_model));
   if (!m)
