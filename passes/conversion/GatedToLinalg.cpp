@@ -283,11 +283,24 @@ LogicalResult lower(gated::LayerNormOp op, OpBuilder &b) {
   Value n = lastDimF32(l, op.getX());
   Value sum = reduceLast(l, op.getX(), {},
                          [](OpBuilder &, Value v, Value) { return v; });
-  // mean[...] = sum / n, as a tensor for the centred reduction.
+  // mean[...] = sum / n, as a tensor for the centred reduction; then
+  // corrected by a second pass, mean += Σ(x − mean) / n, which removes the
+  // first sum's rounding where the offset is large against the spread (a
+  // constant row of 1e20 normalises to the bias, as in onnxruntime; one f32
+  // sum left x − mean ≈ ±1e13 and the output off by ±1).
   auto mt = cast<RankedTensorType>(sum.getType());
-  Value mean =
+  Value mean0 =
       l.elementwise(mt, {sum}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
         return (Value)arith::DivFOp::create(nb, l.loc, a[0], n);
+      });
+  Value resid =
+      reduceLast(l, op.getX(), mean0, [&](OpBuilder &nb, Value v, Value m) {
+        return (Value)arith::SubFOp::create(nb, l.loc, v, m);
+      });
+  Value mean = l.elementwise(
+      mt, {mean0, resid}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
+        return (Value)arith::AddFOp::create(
+            nb, l.loc, a[0], arith::DivFOp::create(nb, l.loc, a[1], n));
       });
   Value var =
       reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {

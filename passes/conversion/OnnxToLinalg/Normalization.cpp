@@ -12,16 +12,36 @@ namespace gatec::conversion::onnx_to_linalg {
 namespace {
 
 /// The mean of `x` over `axes` (dropped), in `acc`; `n` is their count.
+/// Two passes: m = Σx/n, then m + Σ(x − m)/n. The correction removes the
+/// rounding of the first sum where the row's offset is large against its
+/// spread: a constant row of 1e20 has mean 1e20 exactly (so x − mean is 0
+/// and the row normalises to the bias, as in onnxruntime), where one f32
+/// sum of 1024 such values is off by ~1e13 and made the output off by ±1.
 Value normMean(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n) {
-  Value sum = l.reduce(
-      x, axes, acc, scalarAttr(l.b, acc, 0), {},
-      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange) -> Value {
-        return arith::AddFOp::create(b, a, convert(b, v, acc));
-      });
-  return l.elementwise(l.typeOf(sum), {sum},
-                       [&](ImplicitLocOpBuilder &b, ValueRange a) {
-                         return arith::DivFOp::create(b, a[0], n);
-                       });
+  auto meanOf = [&](Value shift) {
+    SmallVector<Value> rows;
+    if (shift)
+      rows.push_back(shift);
+    Value sum = l.reduce(
+        x, axes, acc, scalarAttr(l.b, acc, 0), rows,
+        [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
+          Value d = convert(b, v, acc);
+          if (!m.empty())
+            d = arith::SubFOp::create(b, d, m[0]);
+          return arith::AddFOp::create(b, a, d);
+        });
+    SmallVector<Value> ins{sum};
+    if (shift)
+      ins.push_back(shift);
+    return l.elementwise(l.typeOf(sum), ins,
+                         [&](ImplicitLocOpBuilder &b, ValueRange a) -> Value {
+                           Value m = arith::DivFOp::create(b, a[0], n);
+                           return a.size() > 1
+                                      ? (Value)arith::AddFOp::create(b, a[1], m)
+                                      : m;
+                         });
+  };
+  return meanOf(meanOf(Value()));
 }
 
 /// 1 / sqrt(mean((x - mean)^2) + eps) over `axes`; without `mean`, the
