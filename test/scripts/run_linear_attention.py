@@ -9,7 +9,8 @@ shared, T not a multiple of the chunk size; each model in the recurrent
 form (the gated phase's IR resumed after `fused`) and the chunked form
 (the default pipeline's chunk 16, and chunk 64 through gatec-opt
 --chunk-linear-attention). Stress: log-decays from -1e-4 to -30 per token, some
-exactly 0, T = 4096: no NaN/Inf and the same tolerance.
+exactly 0, T = 4096: no NaN/Inf and the same tolerance. Resets: log-decays of
+-inf at some tokens (a full reset of the state), in every form.
 
 Pass criterion per output: relative RMS error
 sqrt(mean((got - ref)^2)) / sqrt(mean(ref^2)) <= 1e-5, all values finite.
@@ -92,6 +93,12 @@ def make_quadratic_model(path, B, H, Dk, Dv, scale):
 
 
 def log_decays(rng, shape, stress):
+    if stress == "reset":
+        # Full resets: a log-decay of -inf (decay 0) at some tokens, the
+        # state before them forgotten; no NaN from -inf - (-inf).
+        g = -rng.uniform(0.01, 1.0, shape)
+        g[rng.random(shape) < 0.08] = -np.inf
+        return g
     if not stress:
         return -rng.uniform(0.01, 1.0, shape)
     # -1e-4 ... -30 log-uniformly, and some tokens with decay exactly 1.
@@ -170,6 +177,11 @@ def main():
             ("stress_gated_head", "gated", 1, 2, 2, 16, 16, "head", None, True, [4096]),
             ("stress_gated_delta", "gated_delta", 1, 4, 2, 16, 16, "head", "heads", True, [4096]),
         ]
+    cases += [
+        ("reset_gated_head", "gated", 1, 2, 2, 8, 8, "head", None, True, [37, 70]),
+        ("reset_gated_channel", "gated", 1, 2, 2, 8, 8, "channel", None, False, [70]),
+        ("reset_gated_delta", "gated_delta", 2, 2, 1, 8, 8, "head", "heads", True, [37]),
+    ]
     failures = 0
     total = 0
     worst = 0.0
@@ -190,7 +202,8 @@ def main():
         libs["chunked64"] = os.path.join(d, "chunked64.so")
         run([gatec, fused64, "--compile-from=fused", "-o", libs["chunked64"]])
         for T in lengths:
-            x = make_inputs(rng, names, rule, B, T, Hq, Hkv, Dk, Dv, dk_, bk, name.startswith("stress"))
+            x = make_inputs(rng, names, rule, B, T, Hq, Hkv, Dk, Dv, dk_, bk, "reset" if name.startswith("reset")
+                            else name.startswith("stress"))
             args = []
             for n in names:
                 p = os.path.join(d, "%s_T%d.npy" % (n, T))

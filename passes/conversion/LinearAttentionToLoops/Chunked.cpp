@@ -14,6 +14,10 @@
 
 namespace gatec::conversion::linear_attention {
 namespace {
+/// The floor of a token's log-decay in the chunked form (see the cumulative
+/// log-decays G below): exp(kResetLogDecay) is under f32's smallest normal.
+constexpr float kResetLogDecay = -88.0f;
+
 // Scalar helpers for generic bodies.
 /// j <= i (strict: j < i) from linalg.index of dims i and j.
 Value causal(OpBuilder &b, Location l, int64_t i, int64_t j, bool strict) {
@@ -469,15 +473,23 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
                    headSlice(l, false, q, bi, hq0, t0, s.group, C, s.dk, {}));
   Value gc, glast;
   if (s.decay) {
-    // G_i = Σ_{j ≤ i} g_j (inclusive, f32), dims (i, j, d).
+    // G_i = Σ_{j ≤ i} max(g_j, kResetLogDecay) (inclusive, f32), dims
+    // (i, j, d). A log-decay of -inf (a full reset of the state) would make
+    // G_i − G_j = -inf − (-inf) = NaN: it is taken as kResetLogDecay, whose
+    // factor exp(-88) ≈ 6e-39 is below f32's normal range, so the state
+    // before it is forgotten to f32 precision. NaN stays NaN.
     Value g = headSlice(l, s.bthd, decay, bi, h, t0, 1, C, s.dd, {1});
-    gc = l.generic(l.zeros({C, s.dd}), {g},
-                   {l.dimMap(3, {1, 2}), l.dimMap(3, {0, 2})}, {P, R, P},
-                   [&](OpBuilder &nb, ValueRange a) -> Value {
-                     Value keep = causal(nb, loc, 0, 1, false);
-                     return arith::SelectOp::create(
-                         nb, loc, keep, add(nb, loc, a[1], a[0]), a[1]);
-                   });
+    gc = l.generic(
+        l.zeros({C, s.dd}), {g}, {l.dimMap(3, {1, 2}), l.dimMap(3, {0, 2})},
+        {P, R, P}, [&](OpBuilder &nb, ValueRange a) -> Value {
+          Value keep = causal(nb, loc, 0, 1, false);
+          Value gj = arith::MaximumFOp::create(
+              nb, loc, a[0],
+              arith::ConstantOp::create(nb, loc,
+                                        nb.getF32FloatAttr(kResetLogDecay)));
+          return arith::SelectOp::create(nb, loc, keep, add(nb, loc, a[1], gj),
+                                         a[1]);
+        });
     glast = l.slice(gc, {l.index(C - 1), z}, {1, s.dd}, {0});
   }
   // exp(G) [C, Dd]: C·Dd exps per chunk, read by the row scalings.
