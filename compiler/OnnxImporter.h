@@ -25,6 +25,10 @@ struct ImportOptions {
   /// (not uniqued, bytes referenced in place); smaller ones are dense
   /// elements that fold.
   int64_t inlineElementLimit = 64;
+  /// The most nodes that expanding the model's local functions may give (a
+  /// call tree can grow exponentially: F_n calling F_{n-1} twice); more is
+  /// an error.
+  int64_t maxExpandedNodes = 500'000;
 };
 
 /// Imports the model at `path`. On error, emits a diagnostic located at the

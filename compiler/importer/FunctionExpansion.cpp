@@ -57,7 +57,7 @@ struct Expander {
   /// Nodes produced so far: a call tree can expand exponentially (F_n
   /// calling F_{n-1} twice), so the total is bounded too.
   int64_t produced = 0;
-  static constexpr int64_t kMaxNodes = 500'000;
+  int64_t maxNodes = 0;
 
   const ::onnx::FunctionProto *lookup(const ::onnx::NodeProto &n) {
     auto it = functions.find({n.domain(), n.op_type(), unknownString(n, 8)});
@@ -70,9 +70,9 @@ struct Expander {
       google::protobuf::RepeatedPtrField<::onnx::NodeProto> &out) {
     for (const ::onnx::NodeProto &n : nodes) {
       const ::onnx::FunctionProto *f = lookup(n);
-      if (++produced > kMaxNodes) {
-        error = "expanding the model's functions gives more than 500000 "
-                "nodes";
+      if (++produced > maxNodes) {
+        error = "expanding the model's functions gives more than " +
+                std::to_string(maxNodes) + " nodes";
         return false;
       }
       if (!f) {
@@ -172,10 +172,12 @@ struct Expander {
 };
 } // namespace
 
-bool expandLocalFunctions(::onnx::ModelProto &model, std::string &error) {
+bool expandLocalFunctions(::onnx::ModelProto &model, std::string &error,
+                          int64_t maxNodes) {
   if (model.functions_size() == 0)
     return true;
   Expander ex;
+  ex.maxNodes = maxNodes;
   for (const ::onnx::FunctionProto &f : model.functions())
     ex.functions[{f.domain(), f.name(), unknownString(f, 13)}] = &f;
   if (!ex.expandGraph(*model.mutable_graph())) {

@@ -24,7 +24,8 @@ bool loadModel(llvm::StringRef path, ::onnx::ModelProto &model,
 /// Replaces every call of a model-local function (model.functions) by the
 /// function's body, recursively, in the main graph and in subgraphs.
 /// Internal values are renamed "<call node name>/<value>", nodes likewise.
-bool expandLocalFunctions(::onnx::ModelProto &model, std::string &error);
+bool expandLocalFunctions(::onnx::ModelProto &model, std::string &error,
+                          int64_t maxNodes);
 
 /// MLIR element type of an ONNX TensorProto data type, or null.
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t dataType);

@@ -1279,7 +1279,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext *ctx, StringRef path,
                                  "supported (gatec supports "
                               << kMinOpset << " to " << kMaxOpset << ")",
            nullptr;
-  if (!importer::expandLocalFunctions(model, error))
+  if (!importer::expandLocalFunctions(model, error, opts.maxExpandedNodes))
     return emitError(fileLoc) << error, nullptr;
 
   SmallString<256> dir(path);
