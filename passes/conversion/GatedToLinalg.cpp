@@ -198,9 +198,12 @@ LogicalResult lower(gated::ResidualOp op, OpBuilder &b) {
   return success();
 }
 
-/// Σ over the last dimension of f(x) into a [..., 1]-less f32 tensor.
+/// Σ over the last dimension of f(x) into a [..., 1]-less f32 tensor; with
+/// `center` (a tensor of the leading dims) or `shiftFirst` (the row's first
+/// element, read from x itself), term(x, c) gets that value as c.
 Value reduceLast(Lowerer &l, Value x, Value center,
-                 function_ref<Value(OpBuilder &, Value, Value)> term) {
+                 function_ref<Value(OpBuilder &, Value, Value)> term,
+                 bool shiftFirst = false) {
   auto t = cast<RankedTensorType>(x.getType());
   int64_t r = t.getRank();
   SmallVector<int64_t> shape(t.getShape().drop_back());
@@ -219,15 +222,47 @@ Value reduceLast(Lowerer &l, Value x, Value center,
   if (center) {
     ins.push_back(center);
     maps.push_back(out);
+  } else if (shiftFirst) {
+    SmallVector<AffineExpr> first(outExprs);
+    first.push_back(l.b.getAffineConstantExpr(0));
+    ins.push_back(x);
+    maps.push_back(AffineMap::get(r, 0, first, l.b.getContext()));
   }
   maps.push_back(out);
   auto g = linalg::GenericOp::create(
       l.b, l.loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, it,
       [&](OpBuilder &nb, Location loc, ValueRange a) {
         Value v = l.ext(nb, a[0]);
-        Value c = center ? a[1] : Value();
+        Value c = center ? a[1] : shiftFirst ? l.ext(nb, a[1]) : Value();
         Value s = arith::AddFOp::create(nb, loc, a.back(), term(nb, v, c));
         linalg::YieldOp::create(nb, loc, s);
+      });
+  return g.getResult(0);
+}
+
+/// mean[...] = x[..., 0] + s[...] / n for a tensor x whose last dim is
+/// static and non-empty (s: the sum of x − x[..., 0] over that dim).
+Value shiftedMean(Lowerer &l, Value x, Value s, Value n) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t r = t.getRank();
+  SmallVector<int64_t> shape(t.getShape().drop_back());
+  auto dims = selfDims(x);
+  dims.pop_back();
+  Value init = l.filled(shape, dims, 0.0);
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i + 1 < r; ++i)
+    exprs.push_back(l.b.getAffineDimExpr(i));
+  exprs.push_back(l.b.getAffineConstantExpr(0));
+  AffineMap read = AffineMap::get(r - 1, 0, exprs, l.b.getContext());
+  AffineMap id = l.b.getMultiDimIdentityMap(r - 1);
+  auto g = linalg::GenericOp::create(
+      l.b, l.loc, TypeRange{init.getType()}, ValueRange{x, s}, ValueRange{init},
+      {read, id, id}, l.parallel(r - 1),
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value m = arith::DivFOp::create(nb, loc, a[1], n);
+        linalg::YieldOp::create(
+            nb, loc,
+            ValueRange{arith::AddFOp::create(nb, loc, l.ext(nb, a[0]), m)});
       });
   return g.getResult(0);
 }
@@ -281,27 +316,44 @@ LogicalResult lower(gated::LayerNormOp op, OpBuilder &b) {
     return op.emitOpError() << "needs a ranked tensor to lower";
   Type e = t.getElementType();
   Value n = lastDimF32(l, op.getX());
-  Value sum = reduceLast(l, op.getX(), {},
-                         [](OpBuilder &, Value v, Value) { return v; });
-  // mean[...] = sum / n, as a tensor for the centred reduction; then
-  // corrected by a second pass, mean += Σ(x − mean) / n, which removes the
-  // first sum's rounding where the offset is large against the spread (a
-  // constant row of 1e20 normalises to the bias, as in onnxruntime; one f32
-  // sum left x − mean ≈ ±1e13 and the output off by ±1).
+  // The mean of rows whose offset is large against their spread must not
+  // carry the rounding of one f32 sum (a constant row of 1e20 has to
+  // normalise to the bias, as in onnxruntime; a plain Σx/n left x − mean ≈
+  // ±1e13 and the output off by ±1). With a static, non-empty last dim the
+  // sum is shifted by the row's first element, mean = x₀ + Σ(x − x₀)/n,
+  // exact for a constant row and no extra pass; otherwise (x₀ may not
+  // exist) a second pass corrects it, mean += Σ(x − mean)/n.
+  auto xt = cast<RankedTensorType>(op.getX().getType());
+  int64_t last = xt.getDimSize(xt.getRank() - 1);
+  bool shift = last > 0;
+  Value sum = reduceLast(
+      l, op.getX(), {},
+      [&](OpBuilder &nb, Value v, Value c) {
+        return c ? (Value)arith::SubFOp::create(nb, l.loc, v, c) : v;
+      },
+      shift);
   auto mt = cast<RankedTensorType>(sum.getType());
-  Value mean0 =
-      l.elementwise(mt, {sum}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
-        return (Value)arith::DivFOp::create(nb, l.loc, a[0], n);
-      });
-  Value resid =
-      reduceLast(l, op.getX(), mean0, [&](OpBuilder &nb, Value v, Value m) {
-        return (Value)arith::SubFOp::create(nb, l.loc, v, m);
-      });
-  Value mean = l.elementwise(
-      mt, {mean0, resid}, selfDims(sum), [&](OpBuilder &nb, ValueRange a) {
-        return (Value)arith::AddFOp::create(
-            nb, l.loc, a[0], arith::DivFOp::create(nb, l.loc, a[1], n));
-      });
+  Value mean;
+  if (shift) {
+    mean = shiftedMean(l, op.getX(), sum, n);
+  } else {
+    auto meanOf = [&](Value s, Value base) {
+      SmallVector<Value> ins{s};
+      if (base)
+        ins.push_back(base);
+      return l.elementwise(
+          mt, ins, selfDims(sum), [&](OpBuilder &nb, ValueRange a) -> Value {
+            Value m = arith::DivFOp::create(nb, l.loc, a[0], n);
+            return base ? (Value)arith::AddFOp::create(nb, l.loc, a[1], m) : m;
+          });
+    };
+    mean = meanOf(sum, {});
+    Value resid =
+        reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {
+          return (Value)arith::SubFOp::create(nb, l.loc, v, m);
+        });
+    mean = meanOf(resid, mean);
+  }
   Value var =
       reduceLast(l, op.getX(), mean, [&](OpBuilder &nb, Value v, Value m) {
         Value d = arith::SubFOp::create(nb, l.loc, v, m);

@@ -20,7 +20,10 @@ runner only runs the files at the top level.
       --out /tmp/gatec_fuzz --campaign 2000 --seed 7            # big random run
 
 --campaign N writes N random mutants (byte-level and random structural edits
-of the seeds and of test/models/*.onnx) instead of the committed corpus.
+of the seeds and of test/models/*.onnx) instead of the committed corpus;
+--gentle F makes a fraction F of them by edits that mostly keep the model
+importable (input dims, edge float values, opsets, input dtypes), so that
+run_fuzz_corpus.py --full compiles them through the whole pipeline.
 """
 import argparse
 import os
@@ -739,7 +742,52 @@ def mutate_struct(m: onnx.ModelProto, rng: random.Random) -> onnx.ModelProto:
     return m
 
 
-def campaign(out: Path, n: int, rng: random.Random):
+def mutate_gentle(m: onnx.ModelProto, rng: random.Random) -> onnx.ModelProto:
+    """Edits that mostly keep the model importable, so that the mutant goes
+    on through the whole pipeline: graph input dims to small or symbolic
+    values (0 and 1 included), float constants to NaN / inf / huge / tiny,
+    float attributes (epsilon, alpha, scale) to edge values, the opset
+    within gatec's range, an input's element type to f16/bf16/f64."""
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    g = m.graph
+    for _ in range(rng.choice([1, 1, 2])):
+        op = rng.randrange(6)
+        ins = [v for v in g.input if v.type.tensor_type.shape.dim]
+        if op <= 1 and ins:  # an input dim: small, 0, 1, or symbolic
+            d = rng.choice(rng.choice(ins).type.tensor_type.shape.dim)
+            if rng.random() < 0.3:
+                d.dim_param = rng.choice(["T", "B", "S", "n"])
+            else:
+                d.dim_value = rng.choice([0, 1, 1, 2, 3, 5, 8, 17, 64])
+        elif op == 2 and g.initializer:  # float data to edge values
+            t = rng.choice(g.initializer)
+            if t.data_type == TP.FLOAT and t.raw_data:
+                vals = np.frombuffer(t.raw_data, np.float32).copy()
+                if len(vals):
+                    i = rng.randrange(len(vals))
+                    vals[i] = rng.choice([np.nan, np.inf, -np.inf, 1e30, -1e30,
+                                          1e-30, 0.0, -0.0])
+                    t.raw_data = vals.tobytes()
+        elif op == 3 and g.node:  # float attribute to an edge value
+            fl = [(n, a) for n in g.node for a in n.attribute
+                  if a.type == onnx.AttributeProto.FLOAT]
+            if fl:
+                _, a = rng.choice(fl)
+                a.f = rng.choice([0.0, 1e-30, 1e30, -1.0, float("nan"),
+                                  float("inf")])
+        elif op == 4 and m.opset_import:  # the opset, within gatec's range
+            for o in m.opset_import:
+                if o.domain in ("", "ai.onnx"):
+                    o.version = max(o.version, rng.choice([17, 18, 21, 23, 25, 28]))
+        elif op == 5 and ins:  # an input's element type
+            v = rng.choice(ins)
+            if v.type.tensor_type.elem_type == TP.FLOAT:
+                v.type.tensor_type.elem_type = rng.choice([TP.FLOAT16, TP.BFLOAT16,
+                                                           TP.DOUBLE])
+    return m
+
+
+def campaign(out: Path, n: int, rng: random.Random, gentle: float = 0.0):
     seeds = {
         "tiny_mlp": tiny_mlp(), "tiny_shape_chain": tiny_shape_chain(),
         "tiny_scan": tiny_scan(), "tiny_function": tiny_function(),
@@ -750,6 +798,10 @@ def campaign(out: Path, n: int, rng: random.Random):
     small = [k for k in seeds if len(seed_bytes[k]) < 40000]
     c = Corpus(out)
     for i in range(n):
+        if rng.random() < gentle:
+            k = rng.choice(list(seeds))
+            c.save(f"c{i:05d}_gentle_{k}.onnx", mutate_gentle(seeds[k], rng))
+            continue
         kind = rng.random()
         if kind < 0.55:  # byte-level
             k = rng.choice(small + list(seeds))
@@ -767,6 +819,10 @@ def main():
     ap.add_argument("--seed", type=int, default=20240607)
     ap.add_argument("--campaign", type=int, default=0,
                     help="write N random mutants instead of the committed corpus")
+    ap.add_argument("--gentle", type=float, default=0.0,
+                    help="with --campaign: the fraction of mutants made by the "
+                         "edits that mostly keep a model importable (they go "
+                         "on through full compiles)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     out = args.out.resolve()
@@ -776,7 +832,7 @@ def main():
         if p.is_file() and p.suffix in (".onnx", ".onnxtxt", ".bin"):
             p.unlink()
     if args.campaign:
-        campaign(out, args.campaign, rng)
+        campaign(out, args.campaign, rng, args.gentle)
     else:
         c = Corpus(out)
         byte_mutants(c, rng)
