@@ -44,6 +44,9 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [os.path.join(config.gatec_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["gatec", "gatec-opt", "gatec-run"], tool_dirs)
+# The sanitized build (-DGATEC_SANITIZE=ON, tools/sanitize.sh).
+if getattr(config, "gatec_sanitize", False):
+    config.available_features.add("asan")
 # The libFuzzer target (tools/gatec-fuzz), where the toolchain could link it.
 if getattr(config, "gatec_have_libfuzzer", False):
     config.available_features.add("libfuzzer")

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace gatec::conversion {
@@ -84,8 +85,15 @@ struct LowerRunTimeChecksPass
     // keep cf.assert (and an unchecked malloc).
     SmallVector<cf::AssertOp> checks;
     SmallVector<LLVM::CallOp> allocs;
+    // Allocations in the body of an OpenMP worksharing loop (the scratch
+    // of a row block), by the function they are in.
+    llvm::MapVector<func::FuncOp, SmallVector<LLVM::CallOp>> loopAllocs;
     for (auto f : module.getOps<func::FuncOp>())
       f.walk([&](Operation *op) {
+        if (auto c = dyn_cast<LLVM::CallOp>(op))
+          if (c.getCallee() && isa<omp::LoopNestOp>(op->getParentOp()) &&
+              (*c.getCallee() == "malloc" || *c.getCallee() == "aligned_alloc"))
+            loopAllocs[f].push_back(c);
         if (op->getParentOp() != f)
           return;
         if (auto a = dyn_cast<cf::AssertOp>(op))
@@ -131,6 +139,91 @@ struct LowerRunTimeChecksPass
                    "gatec: a buffer of " + gatec::describeOp(loc) +
                        " could not be allocated",
                    globals);
+    }
+    for (auto &[f, calls] : loopAllocs)
+      checkLoopAllocs(b, f, calls, globals);
+  }
+
+  /// A worker thread cannot end the run (longjmp out of an OpenMP region is
+  /// undefined). A NULL from a malloc in a worksharing loop's body stores
+  /// the message in a slot of the function's frame (shared with the
+  /// region) and skips the rest of that iteration (a branch to a new
+  /// omp.yield block); after each top-level omp.parallel of the function
+  /// the slot is read, and a message there is the run's out-of-memory error
+  /// (gatec_alloc_failed), before anything reads what the skipped
+  /// iterations did not write.
+  void checkLoopAllocs(OpBuilder &b, func::FuncOp f,
+                       ArrayRef<LLVM::CallOp> calls,
+                       llvm::StringMap<LLVM::GlobalOp> &globals) {
+    declare(b, kAllocHandler);
+    Location floc = f.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(&getContext());
+    b.setInsertionPointToStart(&f.getBody().front());
+    Value one = LLVM::ConstantOp::create(b, floc, b.getI64Type(),
+                                         b.getI64IntegerAttr(1));
+    Value slot = LLVM::AllocaOp::create(b, floc, ptr, ptr, one);
+    LLVM::StoreOp::create(b, floc, LLVM::ZeroOp::create(b, floc, ptr), slot);
+    llvm::DenseMap<Region *, Block *> skips;
+    llvm::SetVector<Operation *> parallels;
+    for (LLVM::CallOp c : calls) {
+      Location loc = c.getLoc();
+      Region *body = c->getParentRegion();
+      Block *&skip = skips[body];
+      if (!skip) {
+        OpBuilder::InsertionGuard g(b);
+        skip = b.createBlock(body, body->end());
+        omp::YieldOp::create(b, loc, ValueRange{});
+      }
+      Operation *top = c;
+      while (top->getParentOp() != f)
+        top = top->getParentOp();
+      if (isa<omp::ParallelOp>(top))
+        parallels.insert(top);
+      b.setInsertionPointAfter(c);
+      Value p = c.getResult(), n = c.getArgOperands().back();
+      Value got = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, p,
+                                       LLVM::ZeroOp::create(b, loc, ptr));
+      Value none = LLVM::ICmpOp::create(
+          b, loc, LLVM::ICmpPredicate::eq, n,
+          LLVM::ConstantOp::create(b, loc, n.getType(),
+                                   b.getIntegerAttr(n.getType(), 0)));
+      Value ok = LLVM::OrOp::create(b, loc, got, none);
+      Block *before = ok.getDefiningOp()->getBlock();
+      Block *after = before->splitBlock(ok.getDefiningOp()->getNextNode());
+      Block *fail = b.createBlock(after);
+      b.setInsertionPointToEnd(fail);
+      Value msg = message(b, loc,
+                          "gatec: a buffer of " + gatec::describeOp(loc) +
+                              " could not be allocated (in a worker thread)",
+                          globals);
+      LLVM::StoreOp::create(b, loc, msg, slot, /*alignment=*/8,
+                            /*isVolatile=*/false, /*isNonTemporal=*/false,
+                            /*isInvariantGroup=*/false,
+                            LLVM::AtomicOrdering::monotonic);
+      cf::BranchOp::create(b, loc, skip);
+      b.setInsertionPointToEnd(before);
+      cf::CondBranchOp::create(b, loc, ok, after, fail);
+    }
+    for (Operation *par : parallels) {
+      Location loc = par->getLoc();
+      b.setInsertionPointAfter(par);
+      auto load = LLVM::LoadOp::create(b, loc, ptr, slot, /*alignment=*/8,
+                                       /*isVolatile=*/false,
+                                       /*isNonTemporal=*/false,
+                                       /*isInvariant=*/false,
+                                       /*isInvariantGroup=*/false,
+                                       LLVM::AtomicOrdering::monotonic);
+      Value clean = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, load,
+                                         LLVM::ZeroOp::create(b, loc, ptr));
+      Block *before = clean.getDefiningOp()->getBlock();
+      Block *after = before->splitBlock(clean.getDefiningOp()->getNextNode());
+      Block *fail = b.createBlock(after);
+      b.setInsertionPointToEnd(fail);
+      func::CallOp::create(b, loc, kAllocHandler, TypeRange{},
+                           ValueRange{load});
+      cf::BranchOp::create(b, loc, after);
+      b.setInsertionPointToEnd(before);
+      cf::CondBranchOp::create(b, loc, clean, after, fail);
     }
   }
 };

@@ -258,8 +258,17 @@ def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
     by a check that it returned non-NULL or was asked for 0 bytes; else a
     call of `gatec_alloc_failed(message)` (naming the node the buffer is
     for) ends the run the same way, and the wrapper's `run` returns 2,
-    which the runtime reports as GATEC_STATUS_OUT_OF_MEMORY. Allocations
-    inside a region (per-thread scratch) are not checked.
+    which the runtime reports as GATEC_STATUS_OUT_OF_MEMORY.
+
+    A worker thread cannot end the run that way, so an allocation in the
+    body of an OpenMP worksharing loop (`omp.loop_nest`: a row block's
+    scratch) that returns NULL stores its message in a slot of the
+    function's frame (atomically; the slot is shared with the region) and
+    skips the rest of that iteration (a branch to a new `omp.yield` block).
+    After each top-level `omp.parallel` of the function the slot is read;
+    a message there ends the run through `gatec_alloc_failed` as above,
+    before any later code reads what the skipped iterations did not write.
+    Allocations in other regions are not checked.
   }];
   let dependentDialects = [
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

@@ -65,3 +65,49 @@ func.func @allocates(%n: i64) -> !llvm.ptr {
   return %p : !llvm.ptr
 }
 #cat = loc(fused<"Concat, opset 17">["cat"])
+
+// -----
+
+// A malloc in an OpenMP worksharing loop's body (a worker's scratch): a
+// NULL stores the message in a frame slot and skips the rest of the
+// iteration (a new omp.yield block); after the omp.parallel the slot is
+// read and a message there calls gatec_alloc_failed.
+// CHECK-DAG: llvm.mlir.global internal constant @gatec_check_msg_0("gatec: a buffer of node 'scratch' could not be allocated (in a worker thread)\00")
+// CHECK-LABEL: func.func @worker_allocates
+// CHECK:   %[[SLOT:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
+// CHECK:   llvm.store %{{.*}}, %[[SLOT]]
+// CHECK:   omp.parallel {
+// CHECK:     omp.loop_nest
+// CHECK:       %[[Q:.*]] = llvm.call @malloc
+// CHECK:       cf.cond_br %{{.*}}, ^[[CONT:bb[0-9]+]], ^[[FAIL:bb[0-9]+]]
+// CHECK:     ^[[FAIL]]:
+// CHECK:       llvm.store %{{.*}}, %[[SLOT]] atomic monotonic
+// CHECK:       cf.br ^[[SKIP:bb[0-9]+]]
+// CHECK:     ^[[CONT]]:
+// CHECK:       llvm.store
+// CHECK:       omp.yield
+// CHECK:     ^[[SKIP]]:
+// CHECK-NEXT:  omp.yield
+// CHECK:   omp.terminator
+// CHECK:   %[[MSG:.*]] = llvm.load %[[SLOT]] atomic monotonic
+// CHECK:   cf.cond_br %{{.*}}, ^{{.*}}, ^[[OOM:bb[0-9]+]]
+// CHECK: ^[[OOM]]:
+// CHECK:   call @gatec_alloc_failed(%[[MSG]])
+llvm.func @malloc(i64) -> !llvm.ptr
+func.func @worker_allocates(%n: i64, %ub: i64) {
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  %f = llvm.mlir.constant(1.0 : f32) : f32
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : i64 = (%c0) to (%ub) step (%c1) {
+        %q = llvm.call @malloc(%n) : (i64) -> !llvm.ptr loc(#scratch)
+        llvm.store %f, %q : f32, !llvm.ptr
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+#scratch = loc(fused<"Mul, opset 17">["scratch"])
