@@ -70,7 +70,10 @@ def classify(r):
 
 def run_one(gatec, path, timeout, mem_mb, phase="onnx", full=False, tmp=None):
     def limits():
-        if mem_mb:
+        # An address-space limit leaves no room for ASan's shadow memory:
+        # under the sanitized build (ASAN_OPTIONS set, tools/sanitize.sh and
+        # tools/fuzz.sh) ASan's hard_rss_limit_mb bounds memory instead.
+        if mem_mb and "ASAN_OPTIONS" not in os.environ:
             b = mem_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (b, b))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
