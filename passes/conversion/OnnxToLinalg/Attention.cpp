@@ -263,6 +263,23 @@ LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
           "gatec: nonpad_kv_seqlen of another size than the batch in " +
               describeOp(op->getLoc()) + " (Attention)");
     }
+    // Each valid key count in [0, total keys] (onnxruntime fails the run):
+    // a larger one would let query rows attend past the keys' end.
+    if (!isa<IntegerType>(l.typeOf(nonpad).getElementType()))
+      return l.fail("nonpad_kv_seqlen that is not an integer tensor");
+    Value total = arith::IndexCastOp::create(
+        b, l.typeOf(nonpad).getElementType(), l.val(skv));
+    l.checkAll(
+        nonpad,
+        [&](ImplicitLocOpBuilder &ib, Value n) -> Value {
+          Value zero =
+              arith::ConstantOp::create(ib, ib.getIntegerAttr(n.getType(), 0));
+          return arith::AndIOp::create(
+              ib, arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, n, zero),
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sle, n, total));
+        },
+        "gatec: nonpad_kv_seqlen outside [0, the number of keys] in " +
+            describeOp(op->getLoc()) + " (Attention)");
   }
   Value maskLen = mask ? l.val(l.dim(mask, l.rankOf(mask) - 1)) : Value();
   bool causal = op.getIsCausal() != 0;

@@ -291,7 +291,14 @@ Value Lowerer::element(Value t, int64_t i) {
   SmallVector<Value> at;
   if (rankOf(t) == 1)
     at.push_back(arith::ConstantIndexOp::create(b, i));
-  return tensor::ExtractOp::create(b, t, at);
+  // The element of a constant keeps the constant's location (its
+  // initializer's name): folded into a scalar, it still shows where the
+  // weight went (--check-weights).
+  Location loc = b.getLoc();
+  if (Operation *d = t.getDefiningOp();
+      d && d->hasTrait<OpTrait::ConstantLike>())
+    loc = FusedLoc::get(b.getContext(), {loc, d->getLoc()});
+  return tensor::ExtractOp::create(b, loc, t, at);
 }
 
 OpFoldResult Lowerer::elementIndex(Value t, int64_t i) {

@@ -10,6 +10,9 @@
 
 #include "passes/common/Broadcast.h"
 
+#include "dialects/onnx/NodeLocation.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+
 #include <map>
 
 namespace gatec::conversion::onnx_to_linalg {
@@ -372,6 +375,26 @@ LogicalResult lower(onnx::EinsumOp op, Lowerer &l) {
       if (!fresh && it->second != n)
         return l.fail("einsum operands of different sizes for one label "
                       "(broadcasting)");
+    }
+  // Dims of one label that are not both static are checked at run time
+  // (onnxruntime fails the run): different sizes would read past the
+  // smaller operand.
+  std::map<char, std::pair<Value, int64_t>> first;
+  std::string where = " in " + describeOp(op->getLoc()) + " (Einsum)";
+  for (auto [t, v] : llvm::zip(e->terms, l.in))
+    for (auto [p, c] : llvm::enumerate(t)) {
+      auto [it, fresh] = first.insert({c, {v, (int64_t)p}});
+      if (fresh)
+        continue;
+      auto [v0, p0] = it->second;
+      if (!l.typeOf(v).isDynamicDim(p) && !l.typeOf(v0).isDynamicDim(p0))
+        continue;
+      cf::AssertOp::create(
+          l.b,
+          arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq,
+                                l.val(l.dim(v0, p0)), l.val(l.dim(v, p))),
+          "gatec: Einsum operands of different sizes for label '" +
+              std::string(1, c) + "'" + where);
     }
   SmallVector<OpFoldResult> sizes;
   for (char c : e->output)

@@ -392,9 +392,25 @@ LogicalResult lowerSliceGeneral(onnx::SliceOp op, Lowerer &l) {
   std::string where = " in " + describeOp(op->getLoc()) + " (Slice)";
   bool runTimeAxes = l.in[3] && !onnx::getConstantInts(op.getAxes());
   bool runTimeSteps = l.in[4] && !onnx::getConstantInts(op.getSteps());
+  // Repeated axes (onnxruntime refuses them): a constant repeat is an
+  // error here, one read at run time the run's.
+  if (auto ca = l.in[3] ? onnx::getConstantInts(op.getAxes()) : std::nullopt)
+    for (size_t i = 0; i < ca->size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (normAxis((*ca)[i], r) &&
+            normAxis((*ca)[i], r) == normAxis((*ca)[j], r))
+          return l.fail("repeated axes (axis " + Twine(*normAxis((*ca)[i], r)) +
+                        " twice)");
+  SmallVector<Value> seen;
   for (int64_t i = 0; i < n; ++i) {
     Value ci = cidx(b, i);
     Value a = l.in[3] ? normAxisValue(b, indexAt(b, l.in[3], ci), r) : ci;
+    if (runTimeAxes) {
+      for (Value prev : seen)
+        cf::AssertOp::create(b, arith::CmpIOp::create(b, P::ne, a, prev),
+                             "gatec: repeated Slice axes" + where);
+      seen.push_back(a);
+    }
     if (runTimeAxes)
       cf::AssertOp::create(b,
                            arith::AndIOp::create(
