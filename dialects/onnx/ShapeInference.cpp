@@ -188,9 +188,14 @@ int64_t sliceLen(int64_t dim, int64_t start, int64_t end, int64_t step) {
   };
   start = clampIdx(start, false);
   end = clampIdx(end, true);
+  // ceil(distance / |step|) without overflow: the distance is at most
+  // dim + 1, the step any int64 (INT64_MIN has no negation in int64).
   if (step > 0)
-    return end > start ? (end - start + step - 1) / step : 0;
-  return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    return end > start ? (end - start - 1) / step + 1 : 0;
+  if (start <= end)
+    return 0;
+  uint64_t mag = uint64_t(0) - uint64_t(step);
+  return int64_t(uint64_t(start - end - 1) / mag + 1);
 }
 
 /// The largest static size gatec accepts for a dimension or a tensor.
