@@ -21,9 +21,11 @@ if [ ! -f build-san/build.ninja ]; then
     -DPython3_EXECUTABLE="$root/.venv/bin/python"
 fi
 [ "${1:-}" = "--configure-only" ] && exit 0
-# Every finding ends its process with an error (exit 1 and a report on
-# stderr), so the test that ran it fails.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86:hard_rss_limit_mb=8192}"
+# Every finding ends its process with an error (exit 86/87 and a report on
+# stderr), so the test that ran it fails. allocator_may_return_null: a huge
+# allocation returns NULL as malloc does (the runtime's out-of-memory tests
+# need that), not ASan's allocation-size-too-big report.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86:hard_rss_limit_mb=8192:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=87}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tools/lsan.supp:print_suppressions=0}"
 if [ $# -eq 0 ]; then

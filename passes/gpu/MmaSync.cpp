@@ -220,7 +220,10 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
   };
   auto indices = [&](OpOperand *o) {
     SmallVector<Value> idx;
-    for (unsigned d : *resultDims(op.getMatchingIndexingMap(o)))
+    // Bound first: a range-for over *resultDims(...) would read the
+    // optional after its temporary died (ASan: stack-use-after-scope).
+    auto dims = resultDims(op.getMatchingIndexingMap(o));
+    for (unsigned d : *dims)
       idx.push_back(ivs[d]);
     return idx;
   };
