@@ -504,7 +504,8 @@ LogicalResult lower(onnx::SliceOp op, Lowerer &l) {
       off = l.idx(0);
     offsets[a] = off, sizes[a] = n, strides[a] = l.idx(st);
   }
-  if (llvm::is_contained(l.resultType().getShape(), 0)) // nothing to read
+  if (llvm::is_contained(l.resultType().getShape(), 0) ||
+      llvm::is_contained(l.typeOf(x).getShape(), 0)) // nothing to read
     return l.done(l.empty(l.resultType(), sizes));
   Value v = tensor::ExtractSliceOp::create(l.b, x, offsets, sizes, strides);
   return l.done(l.castTo(v, l.resultType()));
@@ -583,8 +584,11 @@ LogicalResult lower(onnx::SplitOp op, Lowerer &l) {
     if (isConstantIntValue(parts[i], 0)) // empty: any offset in bounds
       at[axis] = l.idx(0);
     RankedTensorType ri = l.resultType(i);
+    // Nothing to read: an empty part, or an input with a static 0 dim (its
+    // parts are all empty; extract_slice refuses any offset into it).
     Value v =
-        llvm::is_contained(ri.getShape(), 0) // nothing to read
+        llvm::is_contained(ri.getShape(), 0) ||
+                llvm::is_contained(l.typeOf(x).getShape(), 0)
             ? l.empty(ri, sizes)
             : (Value)tensor::ExtractSliceOp::create(l.b, x, at, sizes, strides);
     l.out.push_back(l.castTo(v, ri));
