@@ -51,7 +51,7 @@ if [ "$mutants" -gt 0 ]; then
   echo "== mutator: $mutants mutants through full compiles"
   rm -rf "$w/mutants"
   .venv/bin/python test/scripts/make_fuzz_corpus.py --out "$w/mutants" \
-    --campaign "$mutants" --seed "$seed"
+    --campaign "$mutants" --seed "$seed" --gentle 0.85
   .venv/bin/python test/scripts/run_fuzz_corpus.py --gatec build-san/bin/gatec \
     --corpus "$w/mutants" --full --jobs "$jobs" --timeout 300 --mem-limit-mb 0
 fi
