@@ -201,6 +201,10 @@ int64_t sliceLen(int64_t dim, int64_t start, int64_t end, int64_t step) {
 /// The largest static size gatec accepts for a dimension or a tensor.
 constexpr int64_t kMaxSize = int64_t(1) << 48;
 
+/// The largest rank a shape read at run time may give (ONNX sets none;
+/// numpy allows 64).
+constexpr int64_t kMaxRank = 64;
+
 /// a·b for static dims; dynamic if either is; kMaxSize + 1 on overflow
 /// (rejected by validShape).
 int64_t mulDims(int64_t a, int64_t b) {
@@ -856,9 +860,22 @@ LogicalResult SizeOp::inferResultTypes(Types &r) {
   return success();
 }
 
+/// The entries of a 1-D shape operand that are known (getPartialInts), or,
+/// for a shape read at run time whose length is static, that many unknown
+/// entries: the result's rank is still known.
+std::optional<SmallVector<std::optional<int64_t>>> shapeEntries(Value v) {
+  if (auto p = getPartialInts(v))
+    return p;
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() != 1 || t.isDynamicDim(0) ||
+      t.getDimSize(0) > kMaxRank || !isa<IntegerType>(t.getElementType()))
+    return std::nullopt;
+  return SmallVector<std::optional<int64_t>>(t.getDimSize(0), std::nullopt);
+}
+
 LogicalResult ExpandOp::inferResultTypes(Types &r) {
   Type e = elemOf(getInput());
-  auto target = getPartialInts(getShape());
+  auto target = shapeEntries(getShape());
   auto in = shapeOf(getInput());
   if (!target || !in) {
     r.push_back(UnrankedTensorType::get(e));
@@ -919,7 +936,7 @@ LogicalResult ConstantOfShapeOp::inferResultTypes(Types &r) {
                       : Float32Type::get(getContext());
   if (getValue() && getValue()->getNumElements() != 1)
     return emitOpError() << "'value' must hold exactly one element";
-  auto target = getPartialInts(getInput());
+  auto target = shapeEntries(getInput());
   if (target && failed(validShape(*this, fromPartial(*target))))
     return failure();
   r.push_back(target ? RankedTensorType::get(fromPartial(*target), e)

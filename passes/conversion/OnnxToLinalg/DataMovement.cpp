@@ -608,6 +608,23 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
   SmallVector<OpFoldResult> sizes;
   for (int64_t d = 0; d < r; ++d) {
     if (!rt.isDynamicDim(d)) {
+      // A static dim taken from x (a shape entry read at run time): that
+      // entry must be 1 or the same size (onnxruntime fails the run).
+      if (d >= r - m && !onnx::getConstantInts(op.getShape())) {
+        Value want = l.val(l.elementIndex(shape, d - (r - m)));
+        Value n = cidx(l.b, rt.getDimSize(d));
+        cf::AssertOp::create(
+            l.b,
+            arith::OrIOp::create(
+                l.b,
+                arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq, want, n),
+                arith::CmpIOp::create(l.b, arith::CmpIPredicate::eq, want,
+                                      cidx(l.b, 1))),
+            "gatec: an Expand shape entry that is neither 1 nor " +
+                std::to_string(rt.getDimSize(d)) + " in dim " +
+                std::to_string(d) + " in " + describeOp(op->getLoc()) +
+                " (Expand)");
+      }
       sizes.push_back(l.idx(rt.getDimSize(d)));
       continue;
     }

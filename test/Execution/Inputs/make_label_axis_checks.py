@@ -12,6 +12,9 @@ usage: make_label_axis_checks.py OUTDIR
   nonpad.onnx         Attention-24 with nonpad_kv_seqlen over S keys
   range_f.onnx        Range with float initializers start 0.5, delta 0.25
                       (it compiled to an error of the weight accounting)
+  shape_rt.onnx       ConstantOfShape(s) + Expand(x[1, 1, 4], s), s a
+                      run-time shape of length 3 (they imported unranked and
+                      did not compile)
   <model>_<case>_in<k>.npy, <model>_<case>_ref0.npy (valid cases only)
 """
 import os
@@ -96,3 +99,15 @@ p = model("range_f", [helper.make_node("Range", ["s", "l", "d"], ["y"], name="rg
           [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
            numpy_helper.from_array(np.array(0.25, np.float32), "d")])
 case(p, "range_f", "ok", [np.array(2.0, np.float32)], True)
+
+vc = numpy_helper.from_array(np.array([1.5], np.float32))
+p = model("shape_rt", [helper.make_node("ConstantOfShape", ["s"], ["c"], value=vc, name="cos"),
+                       helper.make_node("Expand", ["x", "s"], ["e"], name="expand"),
+                       helper.make_node("Add", ["c", "e"], ["y"], name="add")],
+          [vi("s", TP.INT64, [3]), vi("x", TP.FLOAT, [1, 1, 4])],
+          [vi("y", TP.FLOAT, ["a", "b", "c"])])
+xs = np.array([[[1, 2, 3, 4]]], np.float32)
+case(p, "shape_rt", "ok", [i64(2, 3, 4), xs], True)
+case(p, "shape_rt", "one", [i64(2, 3, 1), xs], True)
+case(p, "shape_rt", "bad", [i64(2, 3, 5), xs], False)
+case(p, "shape_rt", "neg", [i64(2, -3, 4), xs], False)
