@@ -79,6 +79,12 @@ struct FuzzState {
     dir = std::string(tmp);
   }
 
+  ~FuzzState() {
+    llvm::sys::fs::remove(dir + "/model.onnx");
+    llvm::sys::fs::remove(dir + "/model.onnxtxt");
+    llvm::sys::fs::remove(dir);
+  }
+
   MLIRContext &context() {
     if (!ctx || inputsOnContext++ >= kInputsPerContext) {
       pms.clear();
