@@ -53,5 +53,6 @@ if [ "$mutants" -gt 0 ]; then
   .venv/bin/python test/scripts/make_fuzz_corpus.py --out "$w/mutants" \
     --campaign "$mutants" --seed "$seed" --gentle 0.85
   .venv/bin/python test/scripts/run_fuzz_corpus.py --gatec build-san/bin/gatec \
-    --corpus "$w/mutants" --full --jobs "$jobs" --timeout 300 --mem-limit-mb 0
+    --corpus "$w/mutants" --full --jobs "$jobs" --timeout 300 --mem-limit-mb 0 \
+    --progress 200
 fi

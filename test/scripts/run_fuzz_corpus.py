@@ -136,6 +136,8 @@ def main():
                     help="the phase each file is compiled to (default onnx)")
     ap.add_argument("--full", action="store_true",
                     help="compile each file to a model library (whole pipeline)")
+    ap.add_argument("--progress", type=int, default=0,
+                    help="print the running counts every N files")
     ap.add_argument("--stderr-lines", type=int, default=8,
                     help="lines of stderr shown per failure")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -155,9 +157,22 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="gatec-fuzz-") as tmp, \
             ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        results = list(ex.map(
-            lambda p: run_file(gatec, p, args.timeout, args.mem_limit_mb,
-                               args.compile_to, args.full, tmp), files))
+        results = []
+        for r in ex.map(
+                lambda p: run_file(gatec, p, args.timeout, args.mem_limit_mb,
+                                   args.compile_to, args.full, tmp), files):
+            results.append(r)
+            if args.progress and r["problems"]:
+                print(f"problem: {r['path'].name}: " + "; ".join(r["problems"])
+                      + " | " + " / ".join(r["stderr"].splitlines()[:3])[:600],
+                      flush=True)
+            if args.progress and len(results) % args.progress == 0:
+                by = {}
+                for q in results:
+                    by[classify(q)] = by.get(classify(q), 0) + 1
+                print(f"progress: {len(results)} files, "
+                      f"{sum(1 for q in results if q['imported'])} full "
+                      f"compiles, {by}", flush=True)
 
     failures = [r for r in results if r["problems"]]
     accepted = sum(1 for r in results if not r["problems"] and r["rc"] == 0)
