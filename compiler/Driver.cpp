@@ -370,8 +370,16 @@ int runCompiler(CompileOptions o) {
     }
     TimingScope phaseTiming = timing.nest(phases[i].name);
     pm.enableTiming(phaseTiming);
-    if (failed(pm.run(*module)))
+    unsigned errorsBefore = diagHandler.numErrors();
+    if (failed(pm.run(*module))) {
+      // A pass that fails must say why; one that did not is a bug of gatec,
+      // but the user still learns which model and phase it was.
+      if (diagHandler.numErrors() == errorsBefore)
+        llvm::errs() << o.input << ": error: phase '" << phases[i].name
+                     << "' failed without a message (a gatec bug: please "
+                        "report it with this model)\n";
       return 1;
+    }
     phaseTiming.stop();
     if (!o.dumpKernels.empty() && phases[i].name == "nvvm" &&
         failed(dumpKernels(*module, o.dumpKernels, o.pipeline.gpuArch)))

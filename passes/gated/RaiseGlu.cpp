@@ -339,8 +339,10 @@ struct RaiseGluPass : gated::impl::RaiseGluBase<RaiseGluPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GluPattern, SwiGluPattern>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Not converging within the driver's iterations is no error (as in
+    // upstream canonicalize): every rewrite left valid IR. Failing here
+    // failed the compile without a message.
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
   }
 };
 } // namespace

@@ -216,8 +216,10 @@ struct RaiseNormsPass : gated::impl::RaiseNormsBase<RaiseNormsPass> {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposedRMSNorm, RMSNormalizationOp, LayerNormalizationOp,
                  DecomposedLayerNorm>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Not converging within the driver's iterations is no error (as in
+    // upstream canonicalize): every rewrite left valid IR. Failing here
+    // failed the compile without a message.
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
   }
 };
 } // namespace

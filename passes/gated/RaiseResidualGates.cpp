@@ -163,8 +163,10 @@ struct RaiseResidualGatesPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<ResidualPattern>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Not converging within the driver's iterations is no error (as in
+    // upstream canonicalize): every rewrite left valid IR. Failing here
+    // failed the compile without a message.
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
   }
 };
 } // namespace

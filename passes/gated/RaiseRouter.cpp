@@ -179,8 +179,10 @@ struct RaiseRouterPass : gated::impl::RaiseRouterBase<RaiseRouterPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RouterPattern>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Not converging within the driver's iterations is no error (as in
+    // upstream canonicalize): every rewrite left valid IR. Failing here
+    // failed the compile without a message.
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
   }
 };
 } // namespace
