@@ -12,6 +12,8 @@ usage: make_label_axis_checks.py OUTDIR
   nonpad.onnx         Attention-24 with nonpad_kv_seqlen over S keys
   range_f.onnx        Range with float initializers start 0.5, delta 0.25
                       (it compiled to an error of the weight accounting)
+  cast_nan.onnx       Cast f32 -> i32 of NaN, ±inf, ±3e9, ±2.7 (undefined in
+                      ONNX; gatec gives what onnxruntime gives on x86)
   shape_rt.onnx       ConstantOfShape(s) + Expand(x[1, 1, 4], s), s a
                       run-time shape of length 3 (they imported unranked and
                       did not compile)
@@ -111,3 +113,8 @@ case(p, "shape_rt", "ok", [i64(2, 3, 4), xs], True)
 case(p, "shape_rt", "one", [i64(2, 3, 1), xs], True)
 case(p, "shape_rt", "bad", [i64(2, 3, 5), xs], False)
 case(p, "shape_rt", "neg", [i64(2, -3, 4), xs], False)
+
+p = model("cast_nan", [helper.make_node("Cast", ["x"], ["y"], to=TP.INT32, name="cast")],
+          [vi("x", TP.FLOAT, ["n"])], [vi("y", TP.INT32, ["n"])])
+case(p, "cast_nan", "ok",
+     [np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7], np.float32)], True)
