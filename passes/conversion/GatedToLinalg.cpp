@@ -198,21 +198,27 @@ LogicalResult lower(gated::ResidualOp op, OpBuilder &b) {
   return success();
 }
 
+/// A zero-filled f32 tensor of x's leading dims (all but the last), and
+/// those dims as the exprs d0 … d(r−2).
+std::pair<Value, SmallVector<AffineExpr>> leadingDims(Lowerer &l, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape().drop_back());
+  auto dims = selfDims(x);
+  dims.pop_back();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i + 1 < t.getRank(); ++i)
+    exprs.push_back(l.b.getAffineDimExpr(i));
+  return {l.filled(shape, dims, 0.0), exprs};
+}
+
 /// Σ over the last dimension of f(x) into a [..., 1]-less f32 tensor; with
 /// `center` (a tensor of the leading dims) or `shiftFirst` (the row's first
 /// element, read from x itself), term(x, c) gets that value as c.
 Value reduceLast(Lowerer &l, Value x, Value center,
                  function_ref<Value(OpBuilder &, Value, Value)> term,
                  bool shiftFirst = false) {
-  auto t = cast<RankedTensorType>(x.getType());
-  int64_t r = t.getRank();
-  SmallVector<int64_t> shape(t.getShape().drop_back());
-  auto dims = selfDims(x);
-  dims.pop_back();
-  Value init = l.filled(shape, dims, 0.0);
-  SmallVector<AffineExpr> outExprs;
-  for (int64_t i = 0; i + 1 < r; ++i)
-    outExprs.push_back(l.b.getAffineDimExpr(i));
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
+  auto [init, outExprs] = leadingDims(l, x);
   AffineMap id = l.b.getMultiDimIdentityMap(r);
   AffineMap out = AffineMap::get(r, 0, outExprs, l.b.getContext());
   SmallVector<IteratorType> it = l.parallel(r - 1);
@@ -243,15 +249,8 @@ Value reduceLast(Lowerer &l, Value x, Value center,
 /// mean[...] = x[..., 0] + s[...] / n for a tensor x whose last dim is
 /// static and non-empty (s: the sum of x − x[..., 0] over that dim).
 Value shiftedMean(Lowerer &l, Value x, Value s, Value n) {
-  auto t = cast<RankedTensorType>(x.getType());
-  int64_t r = t.getRank();
-  SmallVector<int64_t> shape(t.getShape().drop_back());
-  auto dims = selfDims(x);
-  dims.pop_back();
-  Value init = l.filled(shape, dims, 0.0);
-  SmallVector<AffineExpr> exprs;
-  for (int64_t i = 0; i + 1 < r; ++i)
-    exprs.push_back(l.b.getAffineDimExpr(i));
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
+  auto [init, exprs] = leadingDims(l, x);
   exprs.push_back(l.b.getAffineConstantExpr(0));
   AffineMap read = AffineMap::get(r - 1, 0, exprs, l.b.getContext());
   AffineMap id = l.b.getMultiDimIdentityMap(r - 1);

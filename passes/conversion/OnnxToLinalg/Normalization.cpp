@@ -11,6 +11,24 @@ namespace gatec::conversion::onnx_to_linalg {
 
 namespace {
 
+/// Σ (x − center) over `axes` (dropped), squared with `square`, in `acc`;
+/// without `center`, of x itself.
+Value centeredSum(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc,
+                  Value center, bool square) {
+  SmallVector<Value> rows;
+  if (center)
+    rows.push_back(center);
+  return l.reduce(
+      x, axes, acc, scalarAttr(l.b, acc, 0), rows,
+      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
+        Value d = convert(b, v, acc);
+        if (!m.empty())
+          d = arith::SubFOp::create(b, d, m[0]);
+        return arith::AddFOp::create(
+            b, a, square ? (Value)arith::MulFOp::create(b, d, d) : d);
+      });
+}
+
 /// The mean of `x` over `axes` (dropped), in `acc`; `n` is their count.
 /// Two passes: m = Σx/n, then m + Σ(x − m)/n. The correction removes the
 /// rounding of the first sum where the row's offset is large against its
@@ -19,17 +37,7 @@ namespace {
 /// sum of 1024 such values is off by ~1e13 and made the output off by ±1.
 Value normMean(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n) {
   auto meanOf = [&](Value shift) {
-    SmallVector<Value> rows;
-    if (shift)
-      rows.push_back(shift);
-    Value sum = l.reduce(
-        x, axes, acc, scalarAttr(l.b, acc, 0), rows,
-        [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
-          Value d = convert(b, v, acc);
-          if (!m.empty())
-            d = arith::SubFOp::create(b, d, m[0]);
-          return arith::AddFOp::create(b, a, d);
-        });
+    Value sum = centeredSum(l, x, axes, acc, shift, /*square=*/false);
     SmallVector<Value> ins{sum};
     if (shift)
       ins.push_back(shift);
@@ -48,17 +56,7 @@ Value normMean(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n) {
 /// root mean square's reciprocal (RMSNormalization).
 Value normInvStd(Lowerer &l, Value x, ArrayRef<int64_t> axes, Type acc, Value n,
                  Value mean, double eps) {
-  SmallVector<Value> rows;
-  if (mean)
-    rows.push_back(mean);
-  Value ss = l.reduce(
-      x, axes, acc, scalarAttr(l.b, acc, 0), rows,
-      [&](ImplicitLocOpBuilder &b, Value a, Value v, ValueRange m) -> Value {
-        Value d = convert(b, v, acc);
-        if (!m.empty())
-          d = arith::SubFOp::create(b, d, m[0]);
-        return arith::AddFOp::create(b, a, arith::MulFOp::create(b, d, d));
-      });
+  Value ss = centeredSum(l, x, axes, acc, mean, /*square=*/true);
   Value epsV = scalar(l.b, acc, eps);
   return l.elementwise(
       l.typeOf(ss), {ss}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
