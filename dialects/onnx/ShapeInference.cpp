@@ -956,9 +956,13 @@ LogicalResult RangeOp::inferResultTypes(Types &r) {
        d = getConstantDoubles(getDelta());
   if (s && l && d && (*d)[0] != 0) {
     double len = std::ceil(((*l)[0] - (*s)[0]) / (*d)[0]);
+    if (std::isnan(len))
+      return emitOpError() << "has no defined length (a NaN or infinite "
+                              "start, limit or delta)";
     if (!(len < (double)kMaxSize))
       return emitOpError() << "gives more than 2^48 elements";
-    n = std::max<int64_t>(0, (int64_t)len);
+    // (a count below 0, -inf included, is 0; no cast of -inf to int64)
+    n = len > 0 ? (int64_t)len : 0;
   }
   r.push_back(RankedTensorType::get({n}, e));
   return success();

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -90,7 +92,8 @@ LogicalResult lower(onnx::OneHotOp op, Lowerer &l) {
       c && c->size() == 1 && std::isfinite((*c)[0])) {
     double d = std::trunc((*c)[0]);
     if (d < 1)
-      return l.fail("a depth below 1 (" + Twine((int64_t)d) + ")");
+      return l.fail("a depth below 1 (" + llvm::formatv("{0}", d).str() +
+                    ")"); // d may be far outside int64
     if (d > 1e15)
       return l.fail("a depth over 10^15");
     depth = l.idx((int64_t)d);
