@@ -402,9 +402,14 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
         *this, {a.getA(), a.getB()}, [](IntArgs x) -> OptI { INT_EXPR; },      \
         [](IntArgs, FltArgs x) -> OptF { FLT_EXPR; });                         \
   }
-BINARY_FOLD(AddOp, return x[0] + x[1], return (float)x[0] + (float)x[1])
-BINARY_FOLD(SubOp, return x[0] - x[1], return (float)x[0] - (float)x[1])
-BINARY_FOLD(MulOp, return x[0] * x[1], return (float)x[0] * (float)x[1])
+// Integer Add/Sub/Mul wrap around in two's complement (as numpy and
+// onnxruntime compute them), done in uint64: signed overflow is UB in C++.
+BINARY_FOLD(AddOp, return (int64_t)((uint64_t)x[0] + (uint64_t)x[1]),
+            return (float)x[0] + (float)x[1])
+BINARY_FOLD(SubOp, return (int64_t)((uint64_t)x[0] - (uint64_t)x[1]),
+            return (float)x[0] - (float)x[1])
+BINARY_FOLD(MulOp, return (int64_t)((uint64_t)x[0] * (uint64_t)x[1]),
+            return (float)x[0] * (float)x[1])
 BINARY_FOLD(DivOp, if (x[1] == 0 ||
                        (x[1] == -1 && x[0] == INT64_MIN)) return std::nullopt;
             // ONNX integer Div truncates (C semantics).
