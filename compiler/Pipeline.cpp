@@ -76,6 +76,8 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          f.addPass(conversion::createConvertGatedToLinalg(
              {/*keepAttention=*/o.flashAttention}));
          f.addPass(conversion::createConvertOnnxToLinalg());
+         if (o.deferDataChecks)
+           f.addPass(conversion::createDeferDataChecks());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());
          return success();

@@ -62,6 +62,10 @@ struct PipelineOptions {
   /// CPU micro-kernels: the rows of each row block the tiling hands to a
   /// thread (its producers are fused per block); 0: 32.
   int64_t cpuRowBlock = 0;
+  /// The run-time checks of the data (indices, divisors) recorded in one
+  /// error word read once at the end of the run (--defer-data-checks);
+  /// the driver turns it on for cuda (no check waits for the GPU).
+  bool deferDataChecks = false;
   /// CPU: the x86-64 CPU the library is built for (clang's -march names:
   /// skylake-avx512, znver4, x86-64-v3, ...); empty: the compiling machine.
   std::string cpu;

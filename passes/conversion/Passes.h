@@ -13,6 +13,10 @@
 #include "mlir/Pass/Pass.h"
 
 namespace gatec::conversion {
+/// The discardable unit attribute of a run-time check of the data that
+/// --defer-data-checks may move to the end of the run (see Passes.td).
+constexpr llvm::StringLiteral kDataCheckAttr = "gatec.data_check";
+
 #define GEN_PASS_DECL
 #include "passes/conversion/Passes.h.inc"
 

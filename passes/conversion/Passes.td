@@ -240,6 +240,44 @@ def Bf16ArithToF32 : Pass<"bf16-arith-to-f32"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def DeferDataChecks : Pass<"defer-data-checks", "mlir::func::FuncOp"> {
+  let summary = "Run-time checks of the data as one error word, read once";
+  let description = [{
+    Runs on tensors, after the lowering to linalg. The lowering marks with
+    `gatec.data_check` the run-time checks of values read from tensors
+    whose failure changes only what the kernels compute, never where they
+    read or write: Gather/GatherElements/GatherND/ScatterND/ScatterElements
+    indices in range, integer Div/Mod divisors nonzero, RotaryEmbedding
+    position ids in range, Attention's `nonpad_kv_seqlen` in
+    [0, the number of keys]. Those ops clamp their indices (and divide by 1
+    where the divisor is 0), so a failed check leaves every access in
+    bounds.
+
+    Each marked `cf.assert` at the top level of the function, of the form
+    `cf.assert (tensor.extract %flag[])` with `%flag` a rank-0 i1 tensor
+    (checkAll's AND reduction), becomes a one-element `linalg.generic`
+    that folds the flag into an error word: a rank-0 i32 tensor, 0 at
+    entry, set to the check's 1-based number if it failed and no earlier
+    check did. Before the return, the word is read once (one
+    `tensor.extract`) and compared with each number, one `cf.assert` with
+    the original message and location each, so the run fails with the
+    message of the first failed check in program order, as without the
+    pass. Checks of other forms (sizes, shapes: the host needs those
+    values anyway) stay where they are.
+
+    On the CUDA target (on by default there, `--defer-data-checks`) the
+    folds are device work, one-thread kernels queued on the stream, so no
+    data check makes the host wait for the GPU: the word is copied to the
+    host once, after the run. On the CPU it is off by default (a check
+    there is already a compare and a branch); turned on, it runs the same
+    folds on the CPU, which is how the tests check the clamping.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::cf::ControlFlowDialect"];
+}
+
 def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
   let summary = "Failed run-time checks as the run's error, not abort()";
   let description = [{

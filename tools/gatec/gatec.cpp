@@ -159,6 +159,14 @@ static cl::opt<std::string> cpuName(
              "-march names: skylake-avx512, znver4, x86-64-v3, ...; default: "
              "the compiling machine)"),
     cl::value_desc("name"), cl::init(""), cl::cat(gatecCat));
+static cl::opt<cl::boolOrDefault> deferDataChecks(
+    "defer-data-checks",
+    cl::desc("Run-time checks of the data (indices in range, divisors "
+             "nonzero) folded into one error word that is read once at the "
+             "end of the run, the ops clamping their indices meanwhile "
+             "(default: on for --target=cuda, so that no check waits for "
+             "the GPU; off for cpu)"),
+    cl::cat(gatecCat));
 static cl::opt<bool> printPipelines(
     "print-pipelines",
     cl::desc("Print the passes of each phase of the target as a textual "
@@ -223,6 +231,9 @@ int main(int argc, char **argv) {
   // native: the compiling machine, as without the option.
   p.cpu = cpuName == "native" ? std::string() : std::string(cpuName);
   p.target = target;
+  p.deferDataChecks = deferDataChecks == cl::BOU_UNSET
+                          ? p.target == "cuda"
+                          : deferDataChecks == cl::BOU_TRUE;
   p.gpuArch = gpuArch;
   p.gpuFormat = gpuFormat;
   p.gpuThreads = gpuThreads;

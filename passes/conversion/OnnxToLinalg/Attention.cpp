@@ -95,16 +95,20 @@ LogicalResult lower(onnx::RotaryEmbeddingOp op, Lowerer &l) {
     cf::AssertOp::create(b, rowsOk,
                          "gatec: cos/sin caches narrower than rotary_dim / 2" +
                              where);
+  Value rows; // of the caches, read at the position ids
   if (pos) {
-    Value rows =
+    rows =
         arith::MinUIOp::create(b, l.val(l.dim(cosC, 0)), l.val(l.dim(sinC, 0)));
+    std::string message =
+        "gatec: a position id out of range of the cos/sin caches" + where;
+    l.checkIndexedDim(rows, pos, message);
     l.checkAll(
         pos,
         [&](ImplicitLocOpBuilder &ib, Value p) -> Value {
           Value v = arith::IndexCastOp::create(ib, ib.getIndexType(), p);
           return arith::CmpIOp::create(ib, P::ult, v, rows); // and >= 0
         },
-        "gatec: a position id out of range of the cos/sin caches" + where);
+        message, /*dataCheck=*/true);
   }
   return l.done(
       l.elementwise(rt, {x}, [&](ImplicitLocOpBuilder &ib, ValueRange a) {
@@ -137,9 +141,13 @@ LogicalResult lower(onnx::RotaryEmbeddingOp op, Lowerer &l) {
         Value xp = tensor::ExtractOp::create(ib, x, pat);
         auto cache = [&](Value t) -> Value {
           if (pos) {
-            Value p = arith::IndexCastOp::create(
-                ib, ib.getIndexType(),
-                tensor::ExtractOp::create(ib, pos, ValueRange{bi, si}));
+            // In [0, rows - 1] (as unsigned: negative ones are past it).
+            Value p = arith::MinUIOp::create(
+                ib,
+                arith::IndexCastOp::create(
+                    ib, ib.getIndexType(),
+                    tensor::ExtractOp::create(ib, pos, ValueRange{bi, si})),
+                arith::SubIOp::create(ib, rows, cidx(ib, 1)));
             return tensor::ExtractOp::create(ib, t, ValueRange{p, j});
           }
           return tensor::ExtractOp::create(ib, t, ValueRange{bi, si, j});
@@ -279,7 +287,8 @@ LogicalResult lower(onnx::AttentionOp op, Lowerer &l) {
               arith::CmpIOp::create(ib, arith::CmpIPredicate::sle, n, total));
         },
         "gatec: nonpad_kv_seqlen outside [0, the number of keys] in " +
-            describeOp(op->getLoc()) + " (Attention)");
+            describeOp(op->getLoc()) + " (Attention)",
+        /*dataCheck=*/true); // a key count: it only masks, never indexes
   }
   Value maskLen = mask ? l.val(l.dim(mask, l.rankOf(mask) - 1)) : Value();
   bool causal = op.getIsCausal() != 0;

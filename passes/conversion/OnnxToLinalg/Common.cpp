@@ -7,6 +7,7 @@
 #include "passes/conversion/OnnxToLinalg/Common.h"
 
 #include "passes/common/Broadcast.h"
+#include "passes/conversion/Passes.h"
 
 #include "dialects/onnx/ConstantValues.h"
 #include "dialects/onnx/NodeLocation.h"
@@ -412,10 +413,10 @@ Value Lowerer::reduce(
 
 void Lowerer::checkAll(Value t,
                        function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
-                       const Twine &message) {
+                       const Twine &message, bool dataCheck) {
   RankedTensorType tt = typeOf(t);
   Value all;
-  if (tt.hasStaticShape() && tt.getNumElements() == 1) {
+  if (!dataCheck && tt.hasStaticShape() && tt.getNumElements() == 1) {
     all = ok(b, tensor::ExtractOp::create(
                     b, t, SmallVector<Value>(tt.getRank(), cidx(b, 0))));
   } else {
@@ -434,7 +435,33 @@ void Lowerer::checkAll(Value t,
         });
     all = tensor::ExtractOp::create(b, g.getResult(0), ValueRange{});
   }
-  cf::AssertOp::create(b, all, message.str());
+  auto check = cf::AssertOp::create(b, all, message.str());
+  if (dataCheck)
+    check->setAttr(kDataCheckAttr, b.getUnitAttr());
+}
+
+void Lowerer::checkIndexedDim(Value n, Value indices, const Twine &message) {
+  std::optional<int64_t> cn = getConstantIntValue(n);
+  if (cn && *cn > 0)
+    return;
+  Value empty;
+  for (int64_t d = 0, r = rankOf(indices); d < r; ++d) {
+    OpFoldResult s = dim(indices, d);
+    if (auto c = getConstantIntValue(s)) {
+      if (*c == 0)
+        return;
+      continue;
+    }
+    Value z =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, val(s), cidx(b, 0));
+    empty = empty ? (Value)arith::OrIOp::create(b, empty, z) : z;
+  }
+  Value ok = cn ? (Value)arith::ConstantOp::create(b, b.getBoolAttr(false))
+                : (Value)arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, n,
+                                               cidx(b, 0));
+  if (empty)
+    ok = arith::OrIOp::create(b, ok, empty);
+  cf::AssertOp::create(b, ok, message.str());
 }
 
 void Lowerer::checkBufferSize(ArrayRef<OpFoldResult> sizes, Type e,
@@ -581,6 +608,15 @@ Value normAxisValue(ImplicitLocOpBuilder &b, Value a, int64_t rank) {
       arith::CmpIOp::create(b, arith::CmpIPredicate::slt, a, cidx(b, 0));
   return arith::SelectOp::create(b, neg,
                                  arith::AddIOp::create(b, a, cidx(b, rank)), a);
+}
+
+Value clampedIndex(ImplicitLocOpBuilder &b, Value i, Value n) {
+  i = arith::IndexCastOp::create(b, b.getIndexType(), i);
+  Value neg =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i, cidx(b, 0));
+  i = arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, n), i);
+  // Below -n it is still negative: as unsigned, past n - 1 too.
+  return arith::MinUIOp::create(b, i, arith::SubIOp::create(b, n, cidx(b, 1)));
 }
 
 std::string axisOutOfRange(Operation *op) {

@@ -193,8 +193,18 @@ struct Lowerer {
   /// run's error). The elements are read with tensor.extract when `t` has
   /// one, else AND-reduced into a rank-0 tensor by one linalg.generic: a
   /// compare and a branch per run, a pass over `t` (indices, divisors).
+  /// A `dataCheck` guards only what kernels compute, not where they read
+  /// or write (the op clamps its indices): it is always the reduction and
+  /// is marked for --defer-data-checks, which may move it to the end of
+  /// the run.
   void checkAll(Value t, function_ref<Value(ImplicitLocOpBuilder &, Value)> ok,
-                const Twine &message);
+                const Twine &message, bool dataCheck = false);
+
+  /// That a dim of size `n`, indexed by the elements of `indices`, is not
+  /// empty unless `indices` is (a check of sizes, with `message`, kept in
+  /// place): clampedIndex then has a dim to clamp into. Nothing is built
+  /// where n is a constant.
+  void checkIndexedDim(Value n, Value indices, const Twine &message);
 
   /// A cf.assert with `message` that a tensor of `sizes` (each >= 0) and
   /// element type `e` needs at most 2^47 bytes (what x86-64 can address):
@@ -239,6 +249,13 @@ std::optional<SmallVector<int64_t>> constantAxes(Value v, int64_t rank);
 
 /// An index constant.
 Value cidx(ImplicitLocOpBuilder &b, int64_t v);
+
+/// An index `i` (any integer type) read from an indices tensor into a dim
+/// of size `n` > 0: negative ones count from the end, and the result is
+/// clamped into [0, n - 1], so a data check that --defer-data-checks moves
+/// to the end of the run leaves the read or write in bounds (one unsigned
+/// min; checkIndexedDim makes n > 0 hold).
+Value clampedIndex(ImplicitLocOpBuilder &b, Value i, Value n);
 
 /// Element `i` of the onnx operand `v` when it is a small dense constant (an
 /// initializer), as a scalar arith.constant at the constant's location, or

@@ -644,14 +644,6 @@ LogicalResult lower(onnx::ExpandOp op, Lowerer &l) {
 
 namespace {
 
-/// An index read from a Gather's indices: negative ones count from the end.
-Value gatherIndex(ImplicitLocOpBuilder &b, Value i, Value size) {
-  i = arith::IndexCastOp::create(b, b.getIndexType(), i);
-  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i,
-                                    arith::ConstantIndexOp::create(b, 0));
-  return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, size), i);
-}
-
 /// ONNX Gather's indices must lie in [-n, n-1] for the data's dim n along
 /// the axis (negative ones count from the end); outside that onnxruntime
 /// fails the run, and reading there would be out of bounds. Constant
@@ -686,6 +678,7 @@ LogicalResult checkGatherIndices(onnx::GatherOp op, Lowerer &l, int64_t axis,
         b, arith::CmpIOp::create(b, P::sgt, axisDim, cidx(b, need)), message);
     return success();
   }
+  l.checkIndexedDim(axisDim, l.in[1], message);
   l.checkAll(
       l.in[1],
       [&](ImplicitLocOpBuilder &ib, Value i) -> Value {
@@ -695,7 +688,7 @@ LogicalResult checkGatherIndices(onnx::GatherOp op, Lowerer &l, int64_t axis,
             ib, arith::CmpIOp::create(ib, P::sge, v, neg),
             arith::CmpIOp::create(ib, P::slt, v, axisDim));
       },
-      message);
+      message, /*dataCheck=*/true);
   return success();
 }
 
@@ -713,7 +706,7 @@ LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
   if (failed(checkGatherIndices(op, l, axis, axisDim)))
     return failure();
   if (r == 1 && q == 0) { // one element of a vector (of a shape, mostly)
-    Value i = gatherIndex(l.b, l.element(indices, 0), axisDim);
+    Value i = clampedIndex(l.b, l.element(indices, 0), axisDim);
     Value v = tensor::ExtractOp::create(l.b, data, i);
     return l.done(tensor::FromElementsOp::create(l.b, rt, v));
   }
@@ -730,7 +723,7 @@ LogicalResult lower(onnx::GatherOp op, Lowerer &l) {
   AffineMap im = AffineMap::get(rt.getRank(), 0, ie, l.b.getContext());
   return l.done(l.generic(
       rt, sizes, {indices}, {im}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
-        Value i = gatherIndex(b, a[0], axisDim);
+        Value i = clampedIndex(b, a[0], axisDim);
         SmallVector<Value> at;
         for (int64_t j = 0; j < axis; ++j)
           at.push_back(linalg::IndexOp::create(b, j));

@@ -258,7 +258,8 @@ static LogicalResult lowerIntDivMod(Lowerer &l, bool mod, bool fmod) {
                                        scalar(b, y.getType(), 0));
         },
         "gatec: integer " + what + " by zero in " + describeOp(l.op->getLoc()) +
-            (mod ? " (Mod)" : " (Div)"));
+            (mod ? " (Mod)" : " (Div)"),
+        /*dataCheck=*/true); // the divisor 0 is replaced by 1 below
   return l.done(l.elementwise(
       t, {l.in[0], l.in[1]}, [&](ImplicitLocOpBuilder &b, ValueRange a) {
         Value x = toSignless(b, a[0]), y = toSignless(b, a[1]);

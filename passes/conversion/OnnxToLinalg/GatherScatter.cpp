@@ -16,8 +16,10 @@
 //
 // Negative indices count from the end. Indices outside [-n, n-1] and shapes
 // of indices, updates and data that do not fit are the run's error naming
-// the node (checked before any element is read or written), or an error
-// here where they are constants against static sizes.
+// the node (the shapes checked before any element is read or written; the
+// indices are also clamped into their dim, so the index check may wait for
+// the end of the run, --defer-data-checks), or an error here where they are
+// constants against static sizes.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
@@ -36,15 +38,6 @@ namespace {
 std::string where(Operation *op) {
   return " in " + describeOp(op->getLoc()) + " (" +
          op->getName().stripDialect().str() + ")";
-}
-
-/// An index read from indices (any integer type) counted from the front of
-/// a dim of size n: negative ones count from the end.
-Value wrapIndex(ImplicitLocOpBuilder &b, Value i, Value n) {
-  i = arith::IndexCastOp::create(b, b.getIndexType(), i);
-  Value neg =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i, cidx(b, 0));
-  return arith::SelectOp::create(b, neg, arith::AddIOp::create(b, i, n), i);
 }
 
 /// That the size `x` is equal to (or, with `atMost`, at most) the size `y`:
@@ -129,6 +122,7 @@ LogicalResult checkIndices(Lowerer &l, Value onnxIndices, Value indices,
     sizes[q - 1] = l.idx(1);
     t = tensor::ExtractSliceOp::create(b, indices, offs, sizes, strides);
   }
+  l.checkIndexedDim(dim, t, message);
   l.checkAll(
       t,
       [&](ImplicitLocOpBuilder &ib, Value i) -> Value {
@@ -138,7 +132,7 @@ LogicalResult checkIndices(Lowerer &l, Value onnxIndices, Value indices,
                                      arith::CmpIOp::create(ib, P::sge, v, neg),
                                      arith::CmpIOp::create(ib, P::slt, v, dim));
       },
-      message);
+      message, /*dataCheck=*/true);
   return success();
 }
 
@@ -317,7 +311,7 @@ LogicalResult lower(onnx::GatherNDOp op, Lowerer &l) {
                   tuple.push_back(Value());
                   for (int64_t j = 0; j < m; ++j) {
                     tuple.back() = cidx(b, j);
-                    at.push_back(wrapIndex(
+                    at.push_back(clampedIndex(
                         b, tensor::ExtractOp::create(b, indices, tuple), n[j]));
                   }
                   at.append(o.begin() + (q - 1), o.end());
@@ -404,7 +398,7 @@ LogicalResult lower(onnx::ScatterNDOp op, Lowerer &l) {
               tuple.push_back(Value());
               for (int64_t j = 0; j < k; ++j) {
                 tuple.back() = cidx(b, j);
-                at.push_back(wrapIndex(
+                at.push_back(clampedIndex(
                     b, tensor::ExtractOp::create(b, indices, tuple), n[j]));
               }
               SmallVector<Value> ua(t.begin(), t.end());
@@ -484,7 +478,7 @@ LogicalResult lower(onnx::ScatterElementsOp op, Lowerer &l) {
             [&](ImplicitLocOpBuilder &b, ValueRange j, Value cur) -> Value {
               SmallVector<Value> at = position(ivs, j[0]);
               Value i =
-                  wrapIndex(b, tensor::ExtractOp::create(b, indices, at), n);
+                  clampedIndex(b, tensor::ExtractOp::create(b, indices, at), n);
               Value v = tensor::ExtractOp::create(b, updates, at);
               if (how != Reduction::None)
                 v = combine(b, how, tensor::ExtractOp::create(b, cur, i), v);
