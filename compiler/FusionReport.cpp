@@ -343,20 +343,37 @@ FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
                                                  Sizer sizer) {
   OwningOpRef<ModuleOp> m(cast<ModuleOp>(imported->clone()));
   std::vector<Phase> phases = buildPhases(opts);
-  int last = findPhase(phases, "tiled");
-  PassManager pm(m->getContext());
-  for (int i = firstPhase; i <= last; ++i)
-    if (failed(phases[i].addPasses(pm)))
+  int linalgPhase = findPhase(phases, "linalg"),
+      last = findPhase(phases, "tiled");
+  // Up to the linalg phase, then the tiled one: the gated.attention ops
+  // the linalg phase keeps become flash-attention kernels (one scf.forall
+  // at the attention's location each), which the report names so.
+  llvm::DenseSet<Location> attention;
+  for (auto [from, to] :
+       {std::pair{firstPhase, linalgPhase},
+        std::pair{std::max(firstPhase, linalgPhase + 1), last}}) {
+    PassManager pm(m->getContext());
+    for (int i = from; i <= to; ++i)
+      if (failed(phases[i].addPasses(pm)))
+        return failure();
+    if (failed(pm.run(*m)))
       return failure();
-  if (failed(pm.run(*m)))
-    return failure();
+    if (to == linalgPhase)
+      m->walk([&](Operation *op) {
+        if (op->getName().getStringRef() == "gated.attention")
+          attention.insert(op->getLoc());
+      });
+  }
   auto f = m->lookupSymbol<func::FuncOp>("main_graph");
   if (!f || f.isExternal())
     return failure();
   SmallVector<Kernel> out;
   for (Operation &op : f.getBody().front())
-    if (isKernel(op))
+    if (isKernel(op)) {
       out.push_back(measure(&op, sizer, opts.gpuMma && opts.target == "cuda"));
+      if (isa<scf::ForallOp>(op) && attention.contains(op.getLoc()))
+        out.back().kind = "flash-attn";
+    }
   return out;
 }
 

@@ -1300,6 +1300,24 @@ def Onnx_NegOp : Onnx_Op<"Neg", [DeclareOpInterfaceMethods<Onnx_ShapeInferenceOp
   let hasFolder = 1;
 }
 
+def Onnx_NonZeroOp : Onnx_Op<"NonZero", [DeclareOpInterfaceMethods<Onnx_ShapeInferenceOpInterface>]> {
+  let summary = "ONNX NonZero-13";
+  let description = [{
+    Source: ONNX operator specification, NonZero-13
+    (https://onnx.ai/onnx/operators/onnx__NonZero.html).
+
+    Returns the indices of the elements that are non-zero
+        (in row-major order - by dimension).
+        NonZero behaves similar to numpy.nonzero:
+        https://docs.scipy.org/doc/numpy/reference/generated/numpy.nonzero.html,
+        but for scalar input, NonZero produces output shape (0, N) instead of (1, N), which is different from Numpy's behavior.
+  }];
+  let arguments = (ins
+    TensorOf<[UI8, UI16, UI32, UI64, I8, I16, I32, I64, BF16, F16, F32, F64, I1]>:$X);
+  let results = (outs
+    TensorOf<[I64]>:$Y);
+}
+
 def Onnx_NotOp : Onnx_Op<"Not", [DeclareOpInterfaceMethods<Onnx_ShapeInferenceOpInterface>]> {
   let summary = "ONNX Not-1";
   let description = [{

@@ -1421,6 +1421,22 @@ LogicalResult TopKOp::inferResultTypes(Types &r) {
   return success();
 }
 
+/// NonZero: [rank(X), number of non-zero elements]; the count is known
+/// only at run time (a scalar gives [0, N], as the spec says).
+LogicalResult NonZeroOp::inferResultTypes(Types &r) {
+  Type i64 = IntegerType::get(getContext(), 64);
+  auto s = shapeOf(getX());
+  if (!s) {
+    r.push_back(RankedTensorType::get({kDyn, kDyn}, i64));
+    return success();
+  }
+  // An empty input has no non-zero element.
+  bool empty = llvm::is_contained(*s, 0);
+  r.push_back(
+      RankedTensorType::get({(int64_t)s->size(), empty ? 0 : kDyn}, i64));
+  return success();
+}
+
 LogicalResult OneHotOp::inferResultTypes(Types &r) {
   auto s = shapeOf(getIndices());
   Type e = elemOf(getValues());

@@ -21,7 +21,7 @@ Abs Add And Attention Cast CastLike Ceil Clip Concat ConstantOfShape Conv Cos Cu
 Div Dropout Einsum Equal Erf Exp Expand Flatten Floor Gather GatherND Gelu Gemm
 Greater GreaterOrEqual HardSigmoid Identity IsInf IsNaN LayerNormalization
 LeakyRelu Less LessOrEqual LinearAttention Log LogSoftmax MatMul Max Min Mod Mul
-Neg Not OneHot Or Pad Pow RMSNormalization Range Reciprocal ReduceL2 ReduceMax
+Neg NonZero Not OneHot Or Pad Pow RMSNormalization Range Reciprocal ReduceL2 ReduceMax
 ReduceMean ReduceMin ReduceProd ReduceSum Relu Reshape RotaryEmbedding Scan
 ScatterElements ScatterND Shape Sigmoid Sign Sin Size Slice Softmax Softplus
 Split Sqrt Squeeze Sub Sum SwiGLU Tanh Tile TopK Transpose Trilu Unsqueeze Where

@@ -670,6 +670,43 @@ gated::AttentionOp withGate(PatternRewriter &rewriter, Location loc,
   return gated;
 }
 
+/// Whether the attention's result has one use besides onnx.Shape ops
+/// (which read only its shape: a gated attention has the same).
+bool usedOnceBesidesShapes(gated::AttentionOp attn) {
+  int64_t others = 0;
+  for (Operation *user : attn->getUsers())
+    others += !isa<onnx::ShapeOp>(user);
+  return others == 1;
+}
+
+/// Shape(attention) (with its start and end) computed from the operands,
+/// at `sh`: the result is [B, H, T, Dv], B, H and T the query's and Dv the
+/// value's.
+Value shapeFromOperands(PatternRewriter &rewriter, gated::AttentionOp attn,
+                        onnx::ShapeOp sh) {
+  int64_t r = 4, start = (int64_t)sh.getStart();
+  int64_t end = sh.getEnd() ? (int64_t)*sh.getEnd() : r;
+  start = std::clamp(start < 0 ? start + r : start, (int64_t)0, r);
+  end = std::clamp(end < 0 ? end + r : end, (int64_t)0, r);
+  end = std::max(start, end);
+  rewriter.setInsertionPoint(sh);
+  Location loc = sh.getLoc();
+  auto part = [&](Value of, int64_t from, int64_t to) {
+    return createOnnx(rewriter, loc, "Shape", {of},
+                      {rewriter.getNamedAttr("start",
+                                             rewriter.getI64IntegerAttr(from)),
+                       rewriter.getNamedAttr("end",
+                                             rewriter.getI64IntegerAttr(to))});
+  };
+  if (end <= 3 || start >= 3)
+    return part(end <= 3 ? attn.getQuery() : attn.getValue(), start, end);
+  return createOnnx(rewriter, loc, "Concat",
+                    {part(attn.getQuery(), start, 3),
+                     part(attn.getValue(), 3, end)},
+                    {rewriter.getNamedAttr("axis",
+                                           rewriter.getI64IntegerAttr(0))});
+}
+
 /// Erases the ops defining `vals` (last first) that nothing uses: what a
 /// rewrite built before it gave up. A pattern that fails must leave the IR
 /// as it found it, or the greedy driver never converges (the raise pass
@@ -758,8 +795,8 @@ struct G1Gate : RewritePattern {
         continue;
       Value core = peelIdentityReshapes(tr.getData());
       auto attn = def<gated::AttentionOp>(core);
-      if (!attn || attn.getGate() || !attn->hasOneUse() || !t.hasOneUse() ||
-          !tr.getData().hasOneUse())
+      if (!attn || attn.getGate() || !usedOnceBesidesShapes(attn) ||
+          !t.hasOneUse() || !tr.getData().hasOneUse())
         continue;
       auto as = shapeOf(attn.getResult());
       if (as.size() != 4 || as[1] == kDyn || as[3] == kDyn)
@@ -804,6 +841,11 @@ struct G1Gate : RewritePattern {
         eraseUnused(rewriter, {g4, g, gated.getResult(), t4, out});
         return failure();
       }
+      // The TorchScript exporter reads the heads' shape back
+      // (Shape(attention) feeds the identity view).
+      for (Operation *user : llvm::to_vector(attn->getUsers()))
+        if (auto sh = dyn_cast<onnx::ShapeOp>(user))
+          rewriter.replaceOp(sh, shapeFromOperands(rewriter, attn, sh));
       rewriter.replaceOp(op, out);
       return success();
     }

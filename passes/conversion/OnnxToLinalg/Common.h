@@ -353,6 +353,7 @@ LogicalResult lower(onnx::PadOp op, Lowerer &l);
 // Selection.cpp
 LogicalResult lower(onnx::OneHotOp op, Lowerer &l);
 LogicalResult lower(onnx::TopKOp op, Lowerer &l);
+LogicalResult lower(onnx::NonZeroOp op, Lowerer &l);
 
 // Reshape.cpp
 LogicalResult lower(onnx::ReshapeOp op, Lowerer &l);

@@ -92,8 +92,8 @@ LogicalResult dispatch(Operation *op, Lowerer &l) {
             AttentionOp, ShapeOp, SizeOp, ConstantOfShapeOp, RangeOp, ReshapeOp,
             FlattenOp, UnsqueezeOp, SqueezeOp, TransposeOp, ConcatOp, SliceOp,
             SplitOp, ExpandOp, GatherOp, TileOp, TriluOp, SwiGLUOp, GatherNDOp,
-            ScatterNDOp, ScatterElementsOp, ModOp, PadOp, OneHotOp, TopKOp>(
-          [&](auto o) { return lower(o, l); })
+            ScatterNDOp, ScatterElementsOp, ModOp, PadOp, OneHotOp, TopKOp,
+            NonZeroOp>([&](auto o) { return lower(o, l); })
       .Default([&](Operation *) { return l.fail("no lowering to linalg"); });
 }
 

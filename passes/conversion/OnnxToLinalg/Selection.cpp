@@ -1,9 +1,11 @@
-//===- Selection.cpp - OneHot and TopK ------------------------------------===//
+//===- Selection.cpp - OneHot, TopK and NonZero ---------------------------===//
 //
 // The ops that select positions by value: OneHot (one generic comparing
-// each index with the position along the new axis) and TopK (a generic
+// each index with the position along the new axis), TopK (a generic
 // computing each output position's index by selection passes over the
-// row, then one gathering the values).
+// row, then one gathering the values) and NonZero (counts per block of
+// elements, then a generic finding each output column's element through
+// them).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/OnnxToLinalg/Common.h"
@@ -335,6 +337,159 @@ LogicalResult lower(onnx::TopKOp op, Lowerer &l) {
   l.out.push_back(values);
   l.out.push_back(indices);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NonZero
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Elements per block of NonZero's counts: the generic finding a column
+/// scans the block counts, then at most this many elements.
+constexpr int64_t kNonZeroBlock = 64;
+
+/// The coordinates in `x` (dims `dims`) of the flat row-major position `p`.
+SmallVector<Value> coordinatesOf(ImplicitLocOpBuilder &b, Value p,
+                                 ArrayRef<Value> dims) {
+  SmallVector<Value> at(dims.size());
+  for (int64_t d = (int64_t)dims.size() - 1; d >= 0; --d) {
+    at[d] = arith::RemUIOp::create(b, p, dims[d]);
+    p = arith::DivUIOp::create(b, p, dims[d]);
+  }
+  return at;
+}
+
+} // namespace
+
+/// NonZero: column j of the [rank, N] result holds the coordinates of the
+/// j-th non-zero element of X in row-major order (NaN is non-zero, as in
+/// numpy; a scalar gives [0, N]). N, which sizes the result, is a
+/// reduction over X read by the host; the non-zero elements of each block
+/// of kNonZeroBlock flat positions are counted by one generic, and each
+/// result element finds its column's block through those counts and its
+/// element within the block: O(N (numel / kNonZeroBlock + kNonZeroBlock))
+/// work in parallel over the result, no sequential pass.
+LogicalResult lower(onnx::NonZeroOp op, Lowerer &l) {
+  Value x = l.in[0];
+  RankedTensorType rt = l.resultType();
+  if (!rt || rt.getRank() != 2)
+    return l.fail("a result that is not of rank 2");
+  int64_t r = l.rankOf(x);
+  ImplicitLocOpBuilder &b = l.b;
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  auto nonZero = [&](ImplicitLocOpBuilder &ib, Value v) -> Value {
+    return convert(ib, v, i1); // x != 0, NaN included
+  };
+  auto one64 = [&](ImplicitLocOpBuilder &ib, Value c) -> Value {
+    return arith::ExtUIOp::create(ib, i64, c);
+  };
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < r; ++d)
+    all.push_back(d);
+  // N: the number of non-zero elements.
+  Value count = l.reduce(
+      x, all, i64, b.getI64IntegerAttr(0), {},
+      [&](ImplicitLocOpBuilder &ib, Value acc, Value v, ValueRange) -> Value {
+        return arith::AddIOp::create(ib, acc, one64(ib, nonZero(ib, v)));
+      });
+  Value n = arith::IndexCastOp::create(
+      b, b.getIndexType(), tensor::ExtractOp::create(b, count, ValueRange{}));
+
+  // The count of each block of kNonZeroBlock flat positions.
+  OpFoldResult numel = l.numel(x);
+  OpFoldResult blocks = l.ceilDiv(numel, l.idx(kNonZeroBlock));
+  auto countsType = RankedTensorType::get(
+      {getConstantIntValue(blocks).value_or(ShapedType::kDynamic)}, i64);
+  SmallVector<Value> dims;
+  for (int64_t d = 0; d < r; ++d)
+    dims.push_back(l.val(l.dim(x, d)));
+  Value total = l.val(numel), nb = l.val(blocks);
+  Value zero = cidx(b, 0), one = cidx(b, 1), blk = cidx(b, kNonZeroBlock);
+  // Whether flat position p (of a block) is a non-zero element of x.
+  auto isNonZeroAt = [&](ImplicitLocOpBuilder &ib, Value p) -> Value {
+    Value in = arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, p, total);
+    Value last = arith::SubIOp::create(ib, total, one);
+    Value q = arith::SelectOp::create(ib, in, p, last);
+    Value v = tensor::ExtractOp::create(ib, x, coordinatesOf(ib, q, dims));
+    return arith::AndIOp::create(ib, in, nonZero(ib, v));
+  };
+  Value counts = l.generic(
+      countsType, {blocks}, {}, {},
+      [&](ImplicitLocOpBuilder &ib, ValueRange) -> Value {
+        Value base =
+            arith::MulIOp::create(ib, linalg::IndexOp::create(ib, 0), blk);
+        auto loop = scf::ForOp::create(
+            ib, zero, blk, one, ValueRange{scalar(ib, i64, 0)},
+            [&](OpBuilder &nb0, Location loc, Value t, ValueRange acc) {
+              ImplicitLocOpBuilder lb(loc, nb0);
+              Value c = one64(
+                  lb, isNonZeroAt(lb, arith::AddIOp::create(lb, base, t)));
+              scf::YieldOp::create(
+                  lb, ValueRange{arith::AddIOp::create(lb, acc[0], c)});
+            });
+        return loop.getResult(0);
+      });
+
+  // Element (d, j): coordinate d of the j-th non-zero element.
+  SmallVector<OpFoldResult> sizes{l.idx(r), OpFoldResult(n)};
+  sizes = l.sizesOf(rt, sizes);
+  l.checkBufferSize(sizes, i64,
+                    "gatec: a NonZero result that needs a buffer over 2^47 "
+                    "bytes" +
+                        where(op));
+  return l.done(l.generic(
+      rt, sizes, {}, {}, [&](ImplicitLocOpBuilder &ib, ValueRange) -> Value {
+        Value d = linalg::IndexOp::create(ib, 0);
+        Value j =
+            arith::IndexCastOp::create(ib, i64, linalg::IndexOp::create(ib, 1));
+        using P = arith::CmpIPredicate;
+        // The block holding it, and the non-zero elements before that
+        // block.
+        Value none = cidx(ib, -1), zero64 = scalar(ib, i64, 0);
+        auto scan = scf::ForOp::create(
+            ib, zero, nb, one, ValueRange{none, zero64, zero64},
+            [&](OpBuilder &sb0, Location loc, Value k, ValueRange s) {
+              ImplicitLocOpBuilder sb(loc, sb0);
+              Value c = tensor::ExtractOp::create(sb, counts, ValueRange{k});
+              Value next = arith::AddIOp::create(sb, s[2], c);
+              Value hit = arith::AndIOp::create(
+                  sb, arith::CmpIOp::create(sb, P::slt, s[0], zero),
+                  arith::CmpIOp::create(sb, P::sgt, next, j));
+              scf::YieldOp::create(
+                  sb, ValueRange{arith::SelectOp::create(sb, hit, k, s[0]),
+                                 arith::SelectOp::create(sb, hit, s[2], s[1]),
+                                 next});
+            });
+        Value block = arith::MaxSIOp::create(ib, scan.getResult(0), zero);
+        Value base = arith::MulIOp::create(ib, block, blk);
+        // Its position within the block.
+        auto find = scf::ForOp::create(
+            ib, zero, blk, one, ValueRange{none, scan.getResult(1)},
+            [&](OpBuilder &fb0, Location loc, Value t, ValueRange s) {
+              ImplicitLocOpBuilder fb(loc, fb0);
+              Value p = arith::AddIOp::create(fb, base, t);
+              Value nz = isNonZeroAt(fb, p);
+              Value hit = arith::AndIOp::create(
+                  fb, nz,
+                  arith::AndIOp::create(
+                      fb, arith::CmpIOp::create(fb, P::slt, s[0], zero),
+                      arith::CmpIOp::create(fb, P::eq, s[1], j)));
+              scf::YieldOp::create(
+                  fb,
+                  ValueRange{arith::SelectOp::create(fb, hit, p, s[0]),
+                             arith::AddIOp::create(fb, s[1], one64(fb, nz))});
+            });
+        // Never -1 (j < N): clamped all the same.
+        Value pos = arith::MaxSIOp::create(ib, find.getResult(0), zero);
+        SmallVector<Value> at = coordinatesOf(ib, pos, dims);
+        Value coord = zero;
+        for (int64_t k = 0; k < r; ++k)
+          coord = arith::SelectOp::create(
+              ib, arith::CmpIOp::create(ib, P::eq, d, cidx(ib, k)), at[k],
+              coord);
+        return arith::IndexCastOp::create(ib, i64, coord);
+      }));
 }
 
 } // namespace gatec::conversion::onnx_to_linalg

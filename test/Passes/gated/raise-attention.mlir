@@ -406,6 +406,48 @@ func.func @g1_after_identity_reshape(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4
 
 // -----
 
+// The same as the TorchScript exporter writes it: the view's batch is read
+// from the attention output itself (Shape(attention), here also returned:
+// it becomes the query's [B, H, T] and the value's Dv), its sequence from
+// the query.
+// CHECK-LABEL: func.func @g1_after_identity_reshape_ts
+// CHECK: %[[QS:.*]] = "onnx.Shape"(%arg0) <{end = 3 : i64, start = 0 : i64}>
+// CHECK: %[[S:.*]] = "onnx.Concat"(%[[QS]], %{{.*}}) <{axis = 0 : i64}>
+// CHECK: gated.attention %arg0, %arg1, %arg2 gate(%{{.*}} : tensor<?x2x?x4xf32>, sigmoid, elementwise, multiply)
+// CHECK-NOT: onnx.Sigmoid
+// CHECK: return %{{.*}}, %[[S]]
+func.func @g1_after_identity_reshape_ts(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %g: tensor<?x?x8xf32>) -> (tensor<?x?x8xf32>, tensor<4xi64>) {
+  %n = "onnx.NoValue"() {value} : () -> none
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %c0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %c1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %c2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %c3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %d2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %d4 = onnx.Constant dense<[4]> : tensor<1xi64>
+  %d8 = onnx.Constant dense<[8]> : tensor<1xi64>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = "onnx.Mul"(%s, %half) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = "onnx.Softmax"(%ss) {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %ys = "onnx.Shape"(%y) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %qs = "onnx.Shape"(%q) <{start = 0 : i64}> : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %b = "onnx.Slice"(%ys, %c0, %c1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %t = "onnx.Slice"(%qs, %c2, %c3, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %view = "onnx.Concat"(%b, %d2, %t, %d4) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %yv = "onnx.Reshape"(%y, %view) {allowzero = 0 : i64} : (tensor<?x2x?x4xf32>, tensor<4xi64>) -> tensor<?x2x?x4xf32>
+  %yt = "onnx.Transpose"(%yv) {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x2x?x4xf32>) -> tensor<?x?x2x4xf32>
+  %bq = "onnx.Slice"(%qs, %c0, %c1, %n, %n) : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %flat = "onnx.Concat"(%bq, %t, %d8) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %yf = "onnx.Reshape"(%yt, %flat) {allowzero = 0 : i64} : (tensor<?x?x2x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %o = "onnx.Mul"(%yf, %sg) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %o, %ys : tensor<?x?x8xf32>, tensor<4xi64>
+}
+
+// -----
+
 // transformers' sliding window (Mistral, W = 4) as the TorchScript exporter
 // writes it: key_iota > query_iota - 4, And causal And padding. The window
 // is j >= t - 3: left_window = 3, no [1, 1, T, S] mask.
