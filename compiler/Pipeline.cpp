@@ -76,7 +76,9 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          f.addPass(conversion::createConvertGatedToLinalg(
              {/*keepAttention=*/o.flashAttention}));
          f.addPass(conversion::createConvertOnnxToLinalg());
-         if (o.deferDataChecks)
+         if (!o.runTimeChecks)
+           f.addPass(conversion::createStripRunTimeChecks());
+         else if (o.deferDataChecks)
            f.addPass(conversion::createDeferDataChecks());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());

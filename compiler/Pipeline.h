@@ -66,6 +66,9 @@ struct PipelineOptions {
   /// error word read once at the end of the run (--defer-data-checks);
   /// the driver turns it on for cuda (no check waits for the GPU).
   bool deferDataChecks = false;
+  /// The run-time checks of sizes, axes and data; false erases them
+  /// (--strip-run-time-checks): only to measure what they cost.
+  bool runTimeChecks = true;
   /// CPU: the x86-64 CPU the library is built for (clang's -march names:
   /// skylake-avx512, znver4, x86-64-v3, ...); empty: the compiling machine.
   std::string cpu;

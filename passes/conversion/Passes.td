@@ -278,6 +278,23 @@ def DeferDataChecks : Pass<"defer-data-checks", "mlir::func::FuncOp"> {
                            "mlir::cf::ControlFlowDialect"];
 }
 
+def StripRunTimeChecks : Pass<"strip-run-time-checks", "mlir::func::FuncOp"> {
+  let summary = "Erase the run-time checks (the unchecked build)";
+  let description = [{
+    Runs on tensors, after the lowering to linalg: erases every `cf.assert`
+    (checks of run-time sizes, axes and data), so that the canonicalizer
+    then removes the reductions and compares that computed their
+    conditions. The kernels are unchanged: indices are still clamped into
+    their dims, divisors of 0 still replaced by 1. It exists to measure
+    what the checks cost (`gatec --run-time-checks=false`,
+    `tools/bench/check_cost.py`); a library built so is not safe on bad
+    input (sizes that do not broadcast, splits that do not add up, ... are
+    no longer caught), and the allocation checks of
+    `--lower-run-time-checks` stay.
+  }];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect"];
+}
+
 def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
   let summary = "Failed run-time checks as the run's error, not abort()";
   let description = [{

@@ -167,6 +167,12 @@ static cl::opt<cl::boolOrDefault> deferDataChecks(
              "(default: on for --target=cuda, so that no check waits for "
              "the GPU; off for cpu)"),
     cl::cat(gatecCat));
+static cl::opt<bool> runTimeChecks(
+    "run-time-checks",
+    cl::desc("Check run-time sizes, axes and data (false: the checks are "
+             "erased, to measure what they cost; such a library is not safe "
+             "on bad input)"),
+    cl::init(true), cl::cat(gatecCat));
 static cl::opt<bool> printPipelines(
     "print-pipelines",
     cl::desc("Print the passes of each phase of the target as a textual "
@@ -234,6 +240,7 @@ int main(int argc, char **argv) {
   p.deferDataChecks = deferDataChecks == cl::BOU_UNSET
                           ? p.target == "cuda"
                           : deferDataChecks == cl::BOU_TRUE;
+  p.runTimeChecks = runTimeChecks;
   p.gpuArch = gpuArch;
   p.gpuFormat = gpuFormat;
   p.gpuThreads = gpuThreads;

@@ -65,9 +65,15 @@ std::vector<Phase> cudaPhases(const PipelineOptions &o) {
                  // one stream, with host waits only where the host needs
                  // the GPU's results.
                  "convert-scf-to-cf,func.func(gpu-async-region,"
-                 "elide-host-waits),lower-run-time-checks,"
+                 "elide-host-waits),"
                  "arith-expand{include-bf16=true},"
-                 "finalize-memref-to-llvm,convert-math-to-llvm,"
+                 "finalize-memref-to-llvm,"
+                 // After the host's memref.allocs became malloc calls:
+                 // a NULL one is the run's out-of-memory error. (A failed
+                 // device allocation is recorded by the CUDA backend,
+                 // which then skips every later launch and copy.)
+                 "lower-run-time-checks,"
+                 "convert-math-to-llvm,"
                  "convert-math-to-libm,gpu-to-llvm,"
                  "convert-to-llvm,"
                  "reconcile-unrealized-casts,"
