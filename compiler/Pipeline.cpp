@@ -115,7 +115,9 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
              "buffer-deallocation-simplification,"
              "bufferization-lower-deallocations,convert-bufferization-to-"
              "memref,"
-             "cse,canonicalize");
+             "cse,canonicalize" +
+                 std::string(o.runTimeChecks ? ",func.func(check-buffer-sizes)"
+                                             : ""));
        }},
   };
 }

@@ -295,6 +295,26 @@ def StripRunTimeChecks : Pass<"strip-run-time-checks", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cf::ControlFlowDialect"];
 }
 
+def CheckBufferSizes : Pass<"check-buffer-sizes", "mlir::func::FuncOp"> {
+  let summary = "Check that run-time-sized host buffers fit in 2^47 bytes";
+  let description = [{
+    Runs on bufferized host code (the end of the `tiled` phase). Before
+    every `memref.alloc`/`alloca` with dynamic sizes outside parallel loops
+    (scf.forall / scf.parallel / omp / gpu regions, whose scratch is sized
+    by tiles of checked buffers), a `cf.assert` that its byte count is at
+    most 2^47 (what x86-64 can address), with a message naming the node.
+    The count is computed in i128, saturated at 2^64 after each factor, a
+    size that reads as negative counting as huge. Without it the byte count
+    that `finalize-memref-to-llvm` computes in 64 bits wraps for sizes read
+    from the data (ConstantOfShape, Expand, Tile of 2^62 elements) or from
+    a huge dim of an empty input ([2^62, 0] reduced over its empty axis),
+    and the model writes past a small buffer. `--lower-run-time-checks`
+    makes a failed check the run's error.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+}
+
 def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
   let summary = "Failed run-time checks as the run's error, not abort()";
   let description = [{
