@@ -272,6 +272,12 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
       error = "tensor '" + t.name() + "' has external data without a location";
       return {};
     }
+    // A NUL would end the path the file system sees early: another file.
+    if (location.find('\0') != std::string::npos) {
+      error = "tensor '" + t.name() +
+              "' has an external data location with a NUL character";
+      return {};
+    }
     const llvm::MemoryBuffer *buf = mapExternal(location, error);
     if (!buf)
       return {};

@@ -472,7 +472,12 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
   Type e = elemOf(getData());
   auto target = getPartialInts(getShape());
   if (!target) {
-    r.push_back(UnrankedTensorType::get(e));
+    // Values read at run time: the rank is the shape's static length.
+    auto st = dyn_cast<RankedTensorType>(getShape().getType());
+    if (st && st.getRank() == 1 && !st.isDynamicDim(0))
+      r.push_back(RankedTensorType::get(Shape(st.getDimSize(0), kDyn), e));
+    else
+      r.push_back(UnrankedTensorType::get(e));
     return success();
   }
   auto in = shapeOf(getData());

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <sys/stat.h>
 
 using gatec::Expected;
 using gatec::Status;
@@ -31,6 +32,9 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
 }
 
 static Status readFile(const std::string &path, std::string &out) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return error("cannot read '" + path + "': it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return error("cannot read '" + path + "': " + std::strerror(errno));
@@ -842,6 +846,8 @@ Expected<Tensor> readTensorFile(const std::string &path) {
   Status st = readFile(path, bytes);
   if (!st.ok())
     return st;
+  if (bytes.empty())
+    return error("'" + path + "': an empty file (not a .npy or .pb tensor)");
   if (endsWith(path, ".npy"))
     return readNpy(path, bytes);
   if (endsWith(path, ".pb"))

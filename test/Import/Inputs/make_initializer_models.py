@@ -85,7 +85,8 @@ os.symlink(os.path.join("..", "outside", "secret.bin"),
            os.path.join(out, "m", "link.bin"))
 os.symlink(os.path.join("..", "outside"), os.path.join(out, "m", "linkdir"))
 for name, loc in [("symlink", "link.bin"), ("symlinkdir", "linkdir/secret.bin"),
-                  ("dotdot", "../outside/secret.bin")]:
+                  ("dotdot", "../outside/secret.bin"),
+                  ("nul", "../outside/secret.bin\0.bin")]:
     ext.external_data[0].value = loc
     onnx.save(model([ext, typed_b], name), os.path.join(out, "m", name + ".onnx"))
 # A link that stays inside the directory is followed.

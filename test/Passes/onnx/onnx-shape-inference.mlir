@@ -15,6 +15,19 @@ func.func @refine(%x: tensor<2x8x32xf32>) -> tensor<*xf32> {
 
 // -----
 
+// A shape read at run time: the result's rank is the shape's static length
+// (its dims are known at run time only).
+// CHECK-LABEL: func.func @reshape_run_time_shape
+// CHECK: "onnx.Reshape"{{.*}} -> tensor<?x?x?xf32>
+// CHECK: "onnx.Relu"{{.*}} -> tensor<?x?x?xf32>
+func.func @reshape_run_time_shape(%x: tensor<?x?xf32>, %s: tensor<3xi64>) -> tensor<*xf32> {
+  %r = "onnx.Reshape"(%x, %s) : (tensor<?x?xf32>, tensor<3xi64>) -> tensor<*xf32>
+  %y = "onnx.Relu"(%r) : (tensor<*xf32>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
 // Shape arithmetic on static dims folds to a constant; the scale
 // 1/sqrt(head_dim) computed from the shape folds too.
 // CHECK-LABEL: func.func @fold_scale
