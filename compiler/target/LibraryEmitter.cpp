@@ -270,9 +270,15 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
        << "    for (int k = 0; k < " << sig.inputs.size()
        << "; ++k) gatec_cuda_free(dev_in[k]);\n    return 1;\n  }\n";
   // Nothing the error path reads changes between setjmp and longjmp.
+  // The run's host buffers are tracked on this thread (gatec_malloc): a
+  // failed check frees them (gatec_end_run).
+  os << "  struct gatec_block *outer_live = gatec_live;\n"
+     << "  int outer_in_run = gatec_in_run;\n"
+     << "  gatec_live = NULL;\n  gatec_in_run = 1;\n";
   os << "  jmp_buf env;\n  jmp_buf *outer = gatec_check_env;\n"
      << "  gatec_check_oom = 0;\n"
      << "  if (setjmp(env)) {\n    gatec_check_env = outer;\n"
+     << "    gatec_end_run(outer_live, outer_in_run);\n"
      << "    snprintf(err, err_len, \"%s\", gatec_check_msg);\n";
   if (cuda)
     os << "    (void)gatec_cuda_run_error();\n"
@@ -338,9 +344,10 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
       os << " && res.r" << i << ".allocated != res.r" << j << ".allocated";
     for (size_t j = 0; j < sig.inputs.size(); ++j)
       os << " && res.r" << i << ".allocated != a" << j << ".allocated";
-    os << ")\n      " << (cuda ? "gatec_cuda_free" : "free") << "(res.r" << i
-       << ".allocated);\n  }\n";
+    os << ")\n      " << (cuda ? "gatec_cuda_free" : "gatec_free") << "(res.r"
+       << i << ".allocated);\n  }\n";
   }
+  os << "  gatec_end_run(outer_live, outer_in_run);\n";
   if (cuda)
     os << "  for (int k = 0; k < " << sig.inputs.size()
        << "; ++k) gatec_cuda_free(dev_in[k]);\n";

@@ -5,7 +5,9 @@
 // gatec_check_failed(message), which the model library's ABI wrapper turns
 // into an error status of the run. A failed malloc of the host code is the
 // run's out-of-memory error the same way (gatec_alloc_failed), instead of
-// a write through NULL.
+// a write through NULL. The host code allocates and frees through the
+// library's gatec_malloc / gatec_free, which free what a failed run had
+// allocated.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversion/Passes.h"
@@ -142,6 +144,32 @@ struct LowerRunTimeChecksPass
     }
     for (auto &[f, calls] : loopAllocs)
       checkLoopAllocs(b, f, calls, globals);
+    trackAllocations();
+  }
+
+  /// The host code's malloc, aligned_alloc and free as the model library's
+  /// gatec_malloc, gatec_aligned_alloc and gatec_free (model_support.c),
+  /// which track the run's buffers so that a run a failed check ends frees
+  /// them. Only the module's own functions: a gpu.module's calls stay.
+  void trackAllocations() {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    for (StringRef name : {"malloc", "aligned_alloc", "free"}) {
+      auto decl = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+      if (!decl)
+        continue;
+      auto to = StringAttr::get(ctx, "gatec_" + name.str());
+      if (module.lookupSymbol(to))
+        continue;
+      auto ref = FlatSymbolRefAttr::get(to);
+      for (Operation &op : module.getBody()->getOperations())
+        if (isa<func::FuncOp, LLVM::LLVMFuncOp>(op))
+          op.walk([&](LLVM::CallOp c) {
+            if (c.getCallee() == name)
+              c.setCalleeAttr(ref);
+          });
+      decl.setSymName(to);
+    }
   }
 
   /// A worker thread cannot end the run (longjmp out of an OpenMP region is

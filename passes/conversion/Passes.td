@@ -345,6 +345,13 @@ def LowerRunTimeChecks : Pass<"lower-run-time-checks", "mlir::ModuleOp"> {
     a message there ends the run through `gatec_alloc_failed` as above,
     before any later code reads what the skipped iterations did not write.
     Allocations in other regions are not checked.
+
+    Last, every `malloc`, `aligned_alloc` and `free` call of the module's
+    functions (not of a `gpu.module`) is renamed to `gatec_malloc`,
+    `gatec_aligned_alloc` and `gatec_free`, which the model library's
+    wrapper defines: they keep the blocks the running thread allocates on a
+    list, and a run that a failed check ends (past the model's own frees)
+    frees what is left on it, so that a failed run leaks nothing.
   }];
   let dependentDialects = [
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

@@ -38,6 +38,87 @@ gatec_alloc_failed(const char *msg) {
   gatec_check_failed(msg);
 }
 
+/* The model's host buffers: --lower-run-time-checks renames the malloc,
+   aligned_alloc and free calls of the model's code to these. Each block
+   carries a header; a block allocated by the thread that runs gatec_run is
+   linked into that thread's list of live blocks, so that a run a failed
+   check ends (a longjmp past the model's frees) frees what it had
+   allocated. Blocks of other threads (OpenMP workers' scratch, freed in
+   their iteration) are not linked. A block may be freed by another thread
+   than the one that linked it: the list is changed under one lock (taken
+   once per allocation, not per element). */
+struct gatec_block {
+  struct gatec_block *prev, *next, **head; /* head: NULL when not linked */
+  void *base;
+};
+enum { gatec_header = 64 }; /* >= sizeof(struct gatec_block), 64-aligned */
+static _Thread_local struct gatec_block *gatec_live;
+static _Thread_local int gatec_in_run;
+static int gatec_live_lock;
+
+static void gatec_lock(void) {
+  while (__atomic_test_and_set(&gatec_live_lock, __ATOMIC_ACQUIRE))
+    ;
+}
+static void gatec_unlock(void) {
+  __atomic_clear(&gatec_live_lock, __ATOMIC_RELEASE);
+}
+
+__attribute__((visibility("hidden"))) void *
+gatec_aligned_alloc(uint64_t align, uint64_t n) {
+  uint64_t a = align < 16 ? 16 : align;
+  uint64_t h = a > gatec_header ? a : gatec_header; /* a multiple of a */
+  if (a & (a - 1) || n > UINT64_MAX - h - a)
+    return NULL;
+  char *base = aligned_alloc(a, (h + n + a - 1) & ~(a - 1));
+  if (!base)
+    return NULL;
+  struct gatec_block *b = (struct gatec_block *)(base + h) - 1;
+  b->base = base;
+  b->prev = NULL;
+  b->head = NULL;
+  if (gatec_in_run) {
+    gatec_lock();
+    b->head = &gatec_live;
+    b->next = gatec_live;
+    if (gatec_live)
+      gatec_live->prev = b;
+    gatec_live = b;
+    gatec_unlock();
+  }
+  return base + h;
+}
+
+__attribute__((visibility("hidden"))) void *gatec_malloc(uint64_t n) {
+  return gatec_aligned_alloc(16, n);
+}
+
+__attribute__((visibility("hidden"))) void gatec_free(void *p) {
+  if (!p)
+    return;
+  struct gatec_block *b = (struct gatec_block *)p - 1;
+  if (b->head) {
+    gatec_lock();
+    if (b->prev)
+      b->prev->next = b->next;
+    else
+      *b->head = b->next;
+    if (b->next)
+      b->next->prev = b->prev;
+    gatec_unlock();
+  }
+  free(b->base);
+}
+
+/* Frees the blocks still live on this thread's list (a run that ended
+   early), and returns to the list of an enclosing run (`outer`). */
+static void gatec_end_run(struct gatec_block *outer, int outer_in_run) {
+  while (gatec_live)
+    gatec_free((struct gatec_block *)gatec_live + 1);
+  gatec_live = outer;
+  gatec_in_run = outer_in_run;
+}
+
 /* f32 to bf16, rounded to nearest even, NaN to the quiet NaN 0x7FC0 (as
    gatec's own rounding). LLVM's x86 backend calls it for a bf16 conversion
    it forms itself (it recognizes the integer rounding of a vectorized bf16

@@ -3,8 +3,9 @@
  * The fixed part of the model libraries' ABI wrapper, compiled as the C
  * source it is and checked against independent references: bf16 rounding
  * (nearest even, NaN, infinities, the largest finite values), the strided
- * copies (a transposed view, an offset view), and a failed run-time check
- * returning to its caller's setjmp with the message.
+ * copies (a transposed view, an offset view), a failed run-time check
+ * returning to its caller's setjmp with the message, and the tracking of a
+ * run's buffers.
  *===----------------------------------------------------------------------===*/
 #include "model_support.c"
 
@@ -99,6 +100,41 @@ int main(void) {
   gatec_check_env = NULL;
   expect(returned && strcmp(gatec_check_msg, "gatec: a check") == 0,
          "gatec_check_failed returns to the run");
+
+  /* The run's buffers: aligned as asked, linked while a run is on, not
+     linked outside one; a freed block leaves the list; the end of a run
+     frees what is left and restores the enclosing list. */
+  struct gatec_block *outer_live = gatec_live;
+  gatec_live = NULL;
+  gatec_in_run = 1;
+  char *p1 = gatec_malloc(100), *p2 = gatec_aligned_alloc(64, 1000);
+  char *p3 = gatec_aligned_alloc(256, 10), *p0 = gatec_malloc(0);
+  expect(p1 && p2 && p3 && p0, "gatec_malloc / gatec_aligned_alloc");
+  expect((uintptr_t)p1 % 16 == 0 && (uintptr_t)p2 % 64 == 0 &&
+             (uintptr_t)p3 % 256 == 0,
+         "gatec_aligned_alloc alignment");
+  memset(p1, 1, 100);
+  memset(p2, 2, 1000);
+  memset(p3, 3, 10);
+  int live = 0;
+  for (struct gatec_block *b = gatec_live; b; b = b->next)
+    ++live;
+  expect(live == 4, "four live blocks in a run");
+  gatec_free(p2);
+  live = 0;
+  for (struct gatec_block *b = gatec_live; b; b = b->next)
+    live += (char *)(b + 1) == p2 ? 100 : 1;
+  expect(live == 3, "a freed block leaves the list");
+  expect(gatec_aligned_alloc(48, 8) == NULL, "an alignment not a power of 2");
+  expect(gatec_malloc(UINT64_MAX - 8) == NULL, "a size that would wrap");
+  gatec_end_run(outer_live, 0);
+  expect(gatec_live == outer_live && !gatec_in_run,
+         "the end of a run frees the rest");
+  char *q = gatec_malloc(8);
+  expect(q && ((struct gatec_block *)q - 1)->head == NULL,
+         "a block outside a run is not linked");
+  gatec_free(q);
+  gatec_free(NULL);
 
   printf("model support: %d checks, %d failures\n", checks, failures);
   return failures != 0;

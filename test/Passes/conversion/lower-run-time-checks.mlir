@@ -39,11 +39,15 @@ func.func @in_a_loop(%ok: i1) {
 
 // A malloc at the top level of a function: NULL for a size other than 0
 // calls gatec_alloc_failed with a message naming the node (the run's
-// out-of-memory error); one inside a region is left alone.
+// out-of-memory error); one inside a region is left alone. Every malloc and
+// free becomes the library's gatec_malloc / gatec_free (they track the
+// run's buffers).
+// CHECK-DAG: llvm.func @gatec_malloc(i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func @gatec_free(!llvm.ptr)
 // CHECK-DAG: llvm.mlir.global internal constant @gatec_check_msg_0("gatec: a buffer of node 'cat' could not be allocated\00")
 // CHECK-DAG: func.func private @gatec_alloc_failed(!llvm.ptr)
 // CHECK-LABEL: func.func @allocates
-// CHECK:   %[[P:.*]] = llvm.call @malloc(%[[N:.*]]) : (i64) -> !llvm.ptr
+// CHECK:   %[[P:.*]] = llvm.call @gatec_malloc(%[[N:.*]]) : (i64) -> !llvm.ptr
 // CHECK:   %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:   %[[ZERO:.*]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK:   %[[GOT:.*]] = llvm.icmp "ne" %[[P]], %[[NULL]] : !llvm.ptr
@@ -54,13 +58,16 @@ func.func @in_a_loop(%ok: i1) {
 // CHECK:   call @gatec_alloc_failed
 // CHECK: ^[[OK]]:
 // CHECK:   scf.forall
-// CHECK:     llvm.call @malloc
+// CHECK:     %[[Q:.*]] = llvm.call @gatec_malloc
+// CHECK:     llvm.call @gatec_free(%[[Q]])
 // CHECK-NOT: gatec_alloc_failed
 llvm.func @malloc(i64) -> !llvm.ptr
+llvm.func @free(!llvm.ptr)
 func.func @allocates(%n: i64) -> !llvm.ptr {
   %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr loc(#cat)
   scf.forall (%i) in (4) {
     %q = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    llvm.call @free(%q) : (!llvm.ptr) -> ()
   }
   return %p : !llvm.ptr
 }
@@ -78,7 +85,7 @@ func.func @allocates(%n: i64) -> !llvm.ptr {
 // CHECK:   llvm.store %{{.*}}, %[[SLOT]]
 // CHECK:   omp.parallel {
 // CHECK:     omp.loop_nest
-// CHECK:       %[[Q:.*]] = llvm.call @malloc
+// CHECK:       %[[Q:.*]] = llvm.call @gatec_malloc
 // CHECK:       cf.cond_br %{{.*}}, ^[[CONT:bb[0-9]+]], ^[[FAIL:bb[0-9]+]]
 // CHECK:     ^[[FAIL]]:
 // CHECK:       llvm.store %{{.*}}, %[[SLOT]] atomic monotonic
