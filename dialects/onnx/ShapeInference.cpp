@@ -472,9 +472,13 @@ LogicalResult ReshapeOp::inferResultTypes(Types &r) {
   Type e = elemOf(getData());
   auto target = getPartialInts(getShape());
   if (!target) {
-    // Values read at run time: the rank is the shape's static length.
+    // Values read at run time: the rank is the shape's static length (up
+    // to kMaxRunTimeRank; a longer one stays unranked and is refused by
+    // the lowering).
+    constexpr int64_t kMaxRunTimeRank = 64;
     auto st = dyn_cast<RankedTensorType>(getShape().getType());
-    if (st && st.getRank() == 1 && !st.isDynamicDim(0))
+    if (st && st.getRank() == 1 && !st.isDynamicDim(0) &&
+        st.getDimSize(0) <= kMaxRunTimeRank)
       r.push_back(RankedTensorType::get(Shape(st.getDimSize(0), kDyn), e));
     else
       r.push_back(UnrankedTensorType::get(e));
