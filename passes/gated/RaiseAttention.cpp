@@ -692,19 +692,17 @@ Value shapeFromOperands(PatternRewriter &rewriter, gated::AttentionOp attn,
   rewriter.setInsertionPoint(sh);
   Location loc = sh.getLoc();
   auto part = [&](Value of, int64_t from, int64_t to) {
-    return createOnnx(rewriter, loc, "Shape", {of},
-                      {rewriter.getNamedAttr("start",
-                                             rewriter.getI64IntegerAttr(from)),
-                       rewriter.getNamedAttr("end",
-                                             rewriter.getI64IntegerAttr(to))});
+    return createOnnx(
+        rewriter, loc, "Shape", {of},
+        {rewriter.getNamedAttr("start", rewriter.getI64IntegerAttr(from)),
+         rewriter.getNamedAttr("end", rewriter.getI64IntegerAttr(to))});
   };
   if (end <= 3 || start >= 3)
     return part(end <= 3 ? attn.getQuery() : attn.getValue(), start, end);
-  return createOnnx(rewriter, loc, "Concat",
-                    {part(attn.getQuery(), start, 3),
-                     part(attn.getValue(), 3, end)},
-                    {rewriter.getNamedAttr("axis",
-                                           rewriter.getI64IntegerAttr(0))});
+  return createOnnx(
+      rewriter, loc, "Concat",
+      {part(attn.getQuery(), start, 3), part(attn.getValue(), 3, end)},
+      {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(0))});
 }
 
 /// Erases the ops defining `vals` (last first) that nothing uses: what a

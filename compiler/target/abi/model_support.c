@@ -64,8 +64,8 @@ static void gatec_unlock(void) {
   __atomic_clear(&gatec_live_lock, __ATOMIC_RELEASE);
 }
 
-__attribute__((visibility("hidden"))) void *
-gatec_aligned_alloc(uint64_t align, uint64_t n) {
+__attribute__((visibility("hidden"))) void *gatec_aligned_alloc(uint64_t align,
+                                                                uint64_t n) {
   uint64_t a = align < 16 ? 16 : align;
   uint64_t h = a > gatec_header ? a : gatec_header; /* a multiple of a */
   if (a & (a - 1) || n > UINT64_MAX - h - a)
