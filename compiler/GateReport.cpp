@@ -175,11 +175,15 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
       static const char *what[] = {"",    "",      "value",
                                    "key", "query", "dense output"};
       Source s = sourceOf(g.getGate());
-      r.placement = gated::stringifyGatePlacement(g.getPlacement()).str() +
-                    " (" + what[(int)g.getPlacement()] + ")";
+      bool shared = g.getPlacement() == gated::GatePlacement::shared_expert;
+      r.placement =
+          shared ? std::string("shared expert (MoE)")
+                 : gated::stringifyGatePlacement(g.getPlacement()).str() +
+                       " (" + what[(int)g.getPlacement()] + ")";
       auto gt = dyn_cast<RankedTensorType>(g.getGate().getType());
       auto xt = dyn_cast<RankedTensorType>(g.getX().getType());
       r.granularity = gt && xt && gt.getShape() == xt.getShape() ? "elementwise"
+                      : shared                                   ? "per token"
                                                                  : "headwise";
       r.activation = gated::stringifyGateActivation(g.getActivation()).str();
       r.params = paramText(s, widthPerToken(g.getGate(), false));

@@ -49,6 +49,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          f.addPass(gated::createRaiseGates());
          f.addPass(gated::createRaiseGlu());
          f.addPass(gated::createRaiseRouter());
+         f.addPass(gated::createRaiseSharedExpertGates());
          f.addPass(gated::createRaiseResidualGates());
          f.addPass(gated::createRaiseLinearAttention());
          f.addPass(mlir::createCanonicalizerPass());

@@ -66,12 +66,15 @@ def Gated_GatePlacement : I32EnumAttr<"GatePlacement",
   I32EnumAttrCase<"G3", 3>,
   I32EnumAttrCase<"G4", 4>,
   I32EnumAttrCase<"G5", 5>,
+  I32EnumAttrCase<"shared_expert", 6>,
 ]> {
   let cppNamespace = "::gatec::gated";
   let description = [{
     G2: the value projection; G3: the key projection; G4: the query
     projection; G5: the dense output (after the output projection). G1, the
     attention output, is the gate operand of gated.attention.
+    shared_expert: the output of a mixture-of-experts layer's shared expert,
+    one gate value per token (Qwen2-MoE, Qwen3-Next: σ(x·w_g), w_g [d, 1]).
   }];
 }
 

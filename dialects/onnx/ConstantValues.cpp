@@ -198,6 +198,45 @@ std::optional<SmallVector<DimExpr>> getShapeDims(Value v) {
       return std::nullopt;
     return getShapeDims(def->getOperand(0));
   }
+  if (auto where = dyn_cast<WhereOp>(def)) {
+    // torch's expand (TorchScript exporter) picks each entry of its target
+    // shape: Where(Equal(shape, -1), input's dims, shape). Element-wise
+    // where the condition is known: a constant, or Equal of entries whose
+    // values are known or are tensor dims (>= 0) against a negative one.
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 1 || t.isDynamicDim(0))
+      return std::nullopt;
+    int64_t n = t.getDimSize(0);
+    auto x = getShapeDims(where.getX()), y = getShapeDims(where.getY());
+    if (!x || !y || (x->size() != 1 && (int64_t)x->size() != n) ||
+        (y->size() != 1 && (int64_t)y->size() != n))
+      return std::nullopt;
+    auto at = [](const Result &r, int64_t i) {
+      return r.size() == 1 ? r[0] : r[i];
+    };
+    SmallVector<std::optional<bool>> cond(n);
+    if (auto c = getConstantInts(where.getCondition())) {
+      if (c->size() == 1 || (int64_t)c->size() == n)
+        for (int64_t i = 0; i < n; ++i)
+          cond[i] = (*c)[c->size() == 1 ? 0 : i] != 0;
+    } else if (auto eq = where.getCondition().getDefiningOp<EqualOp>()) {
+      auto a = getShapeDims(eq.getA()), b = getShapeDims(eq.getB());
+      if (a && b && (a->size() == 1 || (int64_t)a->size() == n) &&
+          (b->size() == 1 || (int64_t)b->size() == n))
+        for (int64_t i = 0; i < n; ++i) {
+          DimExpr l = at(*a, i), r = at(*b, i);
+          if (l.value && r.value)
+            cond[i] = *l.value == *r.value;
+          else if ((l.src && r.value && *r.value < 0) ||
+                   (r.src && l.value && *l.value < 0))
+            cond[i] = false;
+        }
+    }
+    Result r;
+    for (int64_t i = 0; i < n; ++i)
+      r.push_back(!cond[i] ? DimExpr{} : (*cond[i] ? at(*x, i) : at(*y, i)));
+    return r;
+  }
   if (auto concat = dyn_cast<ConcatOp>(def)) {
     Result r;
     for (Value in : concat.getInputs()) {

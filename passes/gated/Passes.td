@@ -94,6 +94,32 @@ def RaiseGates : Pass<"raise-gates", "mlir::func::FuncOp"> {
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }
 
+def RaiseSharedExpertGates
+    : Pass<"raise-shared-expert-gates", "mlir::func::FuncOp"> {
+  let summary = "the sigmoid gate of an MoE layer's shared expert to gated.gate";
+  let description = [{
+    Qwen2-MoE and Qwen3-Next add to the routed experts' sum a shared expert,
+    an FFN every token runs, scaled per token by its own gate:
+
+      σ(x·w_g) ⊙ down(GLU(x))      w_g [d, 1]: one gate value per token
+
+    Recognised at the onnx.Mul of the activated logits (Sigmoid,
+    0.5 + 0.5·Sigmoid or SiLU, as gated.gate takes them) and the shared
+    expert's output, when: the logits are a linear layer of x with one
+    output (MatMul of a constant [d, 1], or Gemm with a constant B, as
+    nn.Linear exports, plus an optional constant bias); the other factor is
+    a linear layer of a gated.glu of the same x (so --raise-glu runs
+    first); and a gated.router (so --raise-router runs first) routes the
+    same x: the gate belongs to an MoE layer. Casts to the same type or to
+    f32 and reshapes that keep the last dim are seen through on x. The Mul
+    becomes gated.gate shared_expert <act> multiply; the lowering is
+    gated.gate's (the [N, 1] gate broadcast over the expert's output).
+    Anything else is left alone: a gate of another width, a gate of a
+    branch that is no GLU of the same tokens, a layer without a router.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
 def RaiseResidualGates : Pass<"raise-residual-gates", "mlir::func::FuncOp"> {
   let summary = "gated residual combines to gated.residual";
   let description = [{

@@ -705,6 +705,90 @@ Value shapeFromOperands(PatternRewriter &rewriter, gated::AttentionOp attn,
       {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(0))});
 }
 
+//===----------------------------------------------------------------------===//
+// One query token with its heads packed onto the KV heads
+//===----------------------------------------------------------------------===//
+
+/// Whether the mask (or no mask) is the same for every query row and every
+/// head: dims 1 and 2 of its [B, H, T, S] broadcast are 1 or absent.
+bool maskSharedByRowsAndHeads(Value m) {
+  if (!m)
+    return true;
+  auto ms = shapeOf(m);
+  if (ms.size() > 4)
+    return false;
+  int64_t lead = 4 - (int64_t)ms.size();
+  for (int64_t axis : {1, 2})
+    if (axis >= lead && ms[axis - lead] != 1)
+      return false;
+  return true;
+}
+
+/// transformers' pack_gqa (sdpa attention, one query token, GQA, not
+/// compiled by dynamo: what the TorchScript exporter records for a decode
+/// step): the query [B, H, 1, D] is reshaped to [B, Hkv, H/Hkv, D], so that
+/// the attention runs on the KV heads with the group's heads as its rows,
+/// and the result is reshaped back to [B, H, 1, Dv]. Query head h is row
+/// h mod (H/Hkv) of KV head h / (H/Hkv): the GQA head map. Rewritten to
+/// the GQA attention of the unpacked query, whose result is the [B, H, 1,
+/// Dv] the graph reads (the G1 gate and the flash kernel then see the
+/// usual head-major attention). Only where the packing changes nothing
+/// else: a mask shared by all rows and heads, no causal flag, window or
+/// per-head sinks (they would index the packed rows or heads).
+struct UnpackSingleTokenGqa : OpRewritePattern<gated::AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(gated::AttentionOp attn,
+                                PatternRewriter &rewriter) const override {
+    if (attn.getGate() || attn.getSinks() || attn.getCausal() ||
+        attn.getLeftWindow() || attn.getBshd() ||
+        !maskSharedByRowsAndHeads(attn.getMask()))
+      return failure();
+    auto packed = def<onnx::ReshapeOp>(attn.getQuery());
+    if (!packed)
+      return failure();
+    Value q = packed.getData();
+    auto qs = shapeOf(q), ps = shapeOf(attn.getQuery());
+    auto ks = shapeOf(attn.getKey()), rs = shapeOf(attn.getResult());
+    if (qs.size() != 4 || ps.size() != 4 || ks.size() != 4 || rs.size() != 4)
+      return failure();
+    int64_t h = qs[1], hkv = ps[1], rep = ps[2], d = qs[3], dv = rs[3];
+    if (h == kDyn || hkv == kDyn || rep == kDyn || d == kDyn || dv == kDyn ||
+        qs[2] != 1 || ps[3] != d || rep < 2 || hkv * rep != h || ks[1] != hkv)
+      return failure();
+    // The one reader besides Shape ops: the reshape back to [B, H, 1, Dv].
+    onnx::ReshapeOp back;
+    for (Operation *user : attn->getUsers()) {
+      if (isa<onnx::ShapeOp>(user))
+        continue;
+      auto r = dyn_cast<onnx::ReshapeOp>(user);
+      if (back || !r || r.getData() != attn.getResult())
+        return failure();
+      back = r;
+    }
+    auto bs = back ? shapeOf(back.getResult()) : SmallVector<int64_t>();
+    if (!back || bs.size() != 4 || bs[1] != h || bs[2] != 1 || bs[3] != dv)
+      return failure();
+    rewriter.setInsertionPoint(back);
+    auto unpacked = gated::AttentionOp::create(
+        rewriter,
+        FusedLoc::get(getContext(),
+                      {packed.getLoc(), attn.getLoc(), back.getLoc()}),
+        back.getType(), q, attn.getKey(), attn.getValue(), attn.getMask(),
+        Value(), Value(), attn.getScaleAttr(), UnitAttr(), nullptr, nullptr,
+        nullptr, nullptr, IntegerAttr(), attn.getSoftcapAttr());
+    if (!verifiesQuietly(unpacked)) {
+      rewriter.eraseOp(unpacked);
+      return failure();
+    }
+    for (Operation *user : llvm::to_vector(attn->getUsers()))
+      if (auto sh = dyn_cast<onnx::ShapeOp>(user))
+        rewriter.replaceOp(sh, shapeFromOperands(rewriter, attn, sh));
+    rewriter.replaceOp(back, unpacked.getResult());
+    rewriter.eraseOp(attn);
+    return success();
+  }
+};
+
 /// Erases the ops defining `vals` (last first) that nothing uses: what a
 /// rewrite built before it gave up. A pattern that fails must leave the IR
 /// as it found it, or the greedy driver never converges (the raise pass
@@ -855,7 +939,8 @@ struct RaiseAttentionPass
     : gated::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AttentionCore, OnnxAttentionOp, G1Gate>(&getContext());
+    patterns.add<AttentionCore, OnnxAttentionOp, UnpackSingleTokenGqa, G1Gate>(
+        &getContext());
     // Not converging within the driver's iterations is no error (as in
     // upstream canonicalize): every rewrite left valid IR. Failing here
     // failed the compile without a message.

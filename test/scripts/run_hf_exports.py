@@ -44,6 +44,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 HF = os.path.join(ROOT, "test", "models", "hf")
 TOL = 1e-4
 CASES = ("b1_t5", "b2_t9")
+# Decode graphs (ARCH_EXPORTER_decode.onnx): one new token after a past of 5
+# (batch 1) or 9 (batch 2, row 0 left-padded by 3); ARCH_decode_CASE.npz
+# holds the inputs by name and PyTorch's outputs as expected.NAME (the
+# logits and every present key/value).
+DECODE_CASES = ("b1_p5", "b2_p9")
 
 # arch -> (attention layers, G1-gated ones, the gate report's kinds and counts)
 SWIGLU2 = {"FFN (SwiGLU)": 2}
@@ -58,13 +63,15 @@ EXPECT = {
     "gemma2": (2, 0, GEGLU2),
     "gemma3": (2, 0, GEGLU2),
     # MoE: one router per layer (gated.router), and for Qwen3-Next the shared
-    # expert's SwiGLU. The routed experts (batched_mm: bmm over the expert
+    # expert's SwiGLU and its per-token sigmoid gate (gated.gate
+    # shared_expert). The routed experts (batched_mm: bmm over the expert
     # weights gathered by the router's indices) are no gated op, so the
     # report does not list their GLU (Qwen's SwiGLU, GPT-OSS's clamped
     # SwiGLU with alpha 1.702 on interleaved columns); their kind is not
     # settled. GPT-OSS's attention has sinks (gated.attention sinks(...)).
     "qwen3_moe": (2, 0, {ROUTER: 2}),
-    "qwen3_next": (2, 2, {"FFN (SwiGLU)": 2, "G1 (attention output)": 2, ROUTER: 2}),
+    "qwen3_next": (2, 2, {"FFN (SwiGLU)": 2, "G1 (attention output)": 2, ROUTER: 2,
+                          "shared expert (MoE)": 2}),
     "gpt_oss": (2, 0, {ROUTER: 2}),
 }
 
@@ -80,6 +87,12 @@ EXPECT_RUN_ERROR = {
     # constant sizes, which one 5-token batch does not have.
     ("gpt_oss_ts", "b1_t5"): "Split sizes that are negative or do not sum "
                              "to dim 0 in node '/model/model/layers.1/mlp/experts/Split'",
+    # The same for the decode graphs, traced at batch 2 (2 tokens) and run
+    # at batch 1.
+    ("gpt_oss_ts_decode", "b1_p5"): "Split sizes that are negative or do not sum "
+                                    "to dim 0 in node '/model/model/layers.0/mlp/experts/Split'",
+    ("qwen3_next_ts_decode", "b1_p5"): "Split sizes that are negative or do not sum "
+                                       "to dim 0 in node '/model/model/layers.0/mlp/experts/Split'",
 }
 
 
@@ -96,9 +109,49 @@ def first_error(p):
     return (p.stderr or p.stdout).strip().splitlines()[-1][:200] if (p.stderr or p.stdout) else "failed"
 
 
+def run_decode(args, so, name, arch, work, r):
+    """The decode cases: every output (logits, present keys and values)
+    against PyTorch's, scaled as the logits are; returns the max error."""
+    err = 0.0
+    for case in DECODE_CASES:
+        data = np.load(os.path.join(HF, f"{arch}_decode_{case}.npz"))
+        cmd = [args.gatec_run, so]
+        outs = {}
+        for k in data.files:
+            if k.startswith("expected."):
+                n = k[len("expected."):]
+                outs[n] = os.path.join(work, f"{name}_{case}_{n}_out.npy")
+                cmd.append(f"--output={n}=@{outs[n]}")
+            else:
+                path = os.path.join(work, f"{name}_{case}_{k}.npy")
+                np.save(path, data[k])
+                cmd.append(f"--input={k}=@{path}")
+        p, _ = run(cmd)
+        want_error = EXPECT_RUN_ERROR.get((name, case))
+        if want_error:
+            if p.returncode != 1 or want_error not in p.stderr:
+                r["problems"].append(f"run {case}: want the error '{want_error}', "
+                                     f"got exit {p.returncode}: " + first_error(p))
+            continue
+        if p.returncode != 0:
+            r["problems"].append(f"run {case}: " + first_error(p))
+            continue
+        for n, path in outs.items():
+            ref, got = data["expected." + n], np.load(path)
+            if got.shape != ref.shape:
+                r["problems"].append(f"run {case}: {n} shape {got.shape} != {ref.shape}")
+                continue
+            e = float(np.max(np.abs(got - ref) / (1 + np.abs(ref)))) if ref.size else 0.0
+            err = max(err, e)
+            if not e <= TOL:
+                r["problems"].append(f"run {case}: {n} scaled error {e:.3g} > {TOL}")
+    return err
+
+
 def check(model, args, work):
     name = os.path.basename(model)[:-5]
-    arch = name.rsplit("_", 1)[0]
+    decode = name.endswith("_decode")
+    arch = name.removesuffix("_decode").rsplit("_", 1)[0]
     r = {"name": name, "arch": arch, "problems": []}
     so = os.path.join(work, name + ".so")
     p, r["cpu_s"] = run([args.gatec, model, "-o", so])
@@ -129,8 +182,8 @@ def check(model, args, work):
     r["g1"] = sum(1 for l in attn if " gate(" in l)
     r["causal"] = sum(1 for l in attn if "causal" in l)
     r["glu"] = sum(1 for l in p.stdout.splitlines() if "gated.glu" in l)
-    err = 0.0
-    for case in CASES:
+    err = run_decode(args, so, name, arch, work, r) if decode else 0.0
+    for case in (() if decode else CASES):
         ids = os.path.join(HF, f"{arch}_{case}_ids.npy")
         mask = os.path.join(HF, f"{arch}_{case}_mask.npy")
         out = os.path.join(work, f"{name}_{case}_out.npy")

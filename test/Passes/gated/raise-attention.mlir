@@ -488,3 +488,59 @@ func.func @sliding_window(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: 
   %y = "onnx.MatMul"(%pg, %v) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %y : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// transformers' pack_gqa (a decode step through the TorchScript exporter):
+// one query token, 4 query heads on 2 KV heads, the query [B, 4, 1, 8]
+// packed to [B, 2, 2, 8] and the result reshaped back to [B, 4, 1, 8]. The
+// attention is raised on the unpacked query (GQA), so the G1 gate after it
+// is raised too; the packed shape read by Shape is recomputed from the
+// packed query and the value.
+// CHECK-LABEL: func.func @unpack_single_token_gqa
+// CHECK: %[[A:.*]] = gated.attention %arg0, %arg1, %arg2 mask(%arg3 : tensor<?x1x1x?xf32>) gate(%{{.*}} : tensor<?x4x1x8xf32>, sigmoid, elementwise, multiply) {scale = 5.000000e-01 : f32} : tensor<?x4x1x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32> -> tensor<?x4x1x8xf32>
+// CHECK-NOT: onnx.Softmax
+// CHECK-NOT: onnx.Sigmoid
+func.func @unpack_single_token_gqa(%q: tensor<?x4x1x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %m: tensor<?x1x1x?xf32>, %g: tensor<?x1x32xf32>) -> (tensor<?x1x32xf32>, tensor<4xi64>) {
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %packed = onnx.Constant dense<[0, 2, 2, 8]> : tensor<4xi64>
+  %back = onnx.Constant dense<[0, 4, 1, 8]> : tensor<4xi64>
+  %flat = onnx.Constant dense<[0, 1, 32]> : tensor<3xi64>
+  %qp = "onnx.Reshape"(%q, %packed) {allowzero = 0 : i64} : (tensor<?x4x1x8xf32>, tensor<4xi64>) -> tensor<?x2x2x8xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x8xf32>) -> tensor<?x2x8x?xf32>
+  %s = "onnx.MatMul"(%qp, %kt) : (tensor<?x2x2x8xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x2x?xf32>
+  %ss = "onnx.Mul"(%s, %half) : (tensor<?x2x2x?xf32>, tensor<f32>) -> tensor<?x2x2x?xf32>
+  %sm = "onnx.Add"(%ss, %m) : (tensor<?x2x2x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x2x2x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x2x?xf32>) -> tensor<?x2x2x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x2x?xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x2x8xf32>
+  %ys = "onnx.Shape"(%y) <{start = 0 : i64}> : (tensor<?x2x2x8xf32>) -> tensor<4xi64>
+  %yb = "onnx.Reshape"(%y, %back) {allowzero = 0 : i64} : (tensor<?x2x2x8xf32>, tensor<4xi64>) -> tensor<?x4x1x8xf32>
+  %yt = "onnx.Transpose"(%yb) {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x1x8xf32>) -> tensor<?x1x4x8xf32>
+  %yf = "onnx.Reshape"(%yt, %flat) {allowzero = 0 : i64} : (tensor<?x1x4x8xf32>, tensor<3xi64>) -> tensor<?x1x32xf32>
+  %sg = "onnx.Sigmoid"(%g) : (tensor<?x1x32xf32>) -> tensor<?x1x32xf32>
+  %o = "onnx.Mul"(%yf, %sg) : (tensor<?x1x32xf32>, tensor<?x1x32xf32>) -> tensor<?x1x32xf32>
+  return %o, %ys : tensor<?x1x32xf32>, tensor<4xi64>
+}
+
+// -----
+
+// The same packing with a mask that differs per packed row ([B, 1, 2, S]:
+// rows are query heads here, not query positions): unpacking would give
+// every head row 0's mask, so the attention stays on the packed query.
+// CHECK-LABEL: func.func @packed_gqa_row_mask_kept
+// CHECK: %[[QP:.*]] = "onnx.Reshape"(%arg0
+// CHECK: gated.attention %[[QP]], %arg1, %arg2 mask(%arg3 : tensor<?x1x2x?xf32>) {scale = 5.000000e-01 : f32} : tensor<?x2x2x8xf32>
+func.func @packed_gqa_row_mask_kept(%q: tensor<?x4x1x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %m: tensor<?x1x2x?xf32>) -> tensor<?x4x1x8xf32> {
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %packed = onnx.Constant dense<[0, 2, 2, 8]> : tensor<4xi64>
+  %back = onnx.Constant dense<[0, 4, 1, 8]> : tensor<4xi64>
+  %qp = "onnx.Reshape"(%q, %packed) {allowzero = 0 : i64} : (tensor<?x4x1x8xf32>, tensor<4xi64>) -> tensor<?x2x2x8xf32>
+  %kt = "onnx.Transpose"(%k) {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x8xf32>) -> tensor<?x2x8x?xf32>
+  %s = "onnx.MatMul"(%qp, %kt) : (tensor<?x2x2x8xf32>, tensor<?x2x8x?xf32>) -> tensor<?x2x2x?xf32>
+  %ss = "onnx.Mul"(%s, %half) : (tensor<?x2x2x?xf32>, tensor<f32>) -> tensor<?x2x2x?xf32>
+  %sm = "onnx.Add"(%ss, %m) : (tensor<?x2x2x?xf32>, tensor<?x1x2x?xf32>) -> tensor<?x2x2x?xf32>
+  %p = "onnx.Softmax"(%sm) {axis = -1 : i64} : (tensor<?x2x2x?xf32>) -> tensor<?x2x2x?xf32>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<?x2x2x?xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x2x8xf32>
+  %yb = "onnx.Reshape"(%y, %back) {allowzero = 0 : i64} : (tensor<?x2x2x8xf32>, tensor<4xi64>) -> tensor<?x4x1x8xf32>
+  return %yb : tensor<?x4x1x8xf32>
+}

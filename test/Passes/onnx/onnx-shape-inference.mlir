@@ -111,3 +111,32 @@ func.func @scan_body_inputs(%init: tensor<2x4xf32>, %xs: tensor<?x2x4xf32>) -> (
   }) {num_scan_inputs = 1 : i64} : (tensor<2x4xf32>, tensor<?x2x4xf32>) -> (tensor<*xf32>, tensor<*xf32>)
   return %final, %ys : tensor<*xf32>, tensor<*xf32>
 }
+
+// -----
+
+// torch's expand as the TorchScript exporter writes it: the target shape's
+// -1 entries replaced by Where(Equal(shape, -1), ones, shape). Entries that
+// are dims (never -1) or constants other than -1 are kept, -1 gives 1: the
+// mask's dims are [B, 1, 1, S], not unknown.
+// CHECK-LABEL: func.func @expand_where_minus_one
+// CHECK: "onnx.Expand"
+// CHECK-SAME: -> tensor<?x1x1x?xi1>
+func.func @expand_where_minus_one(%m: tensor<?x1x1x?xi1>, %x: tensor<?x?xf32>) -> tensor<*xi1> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %a0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %m1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %one = onnx.Constant dense<[1]> : tensor<1xi64>
+  %minus = onnx.Constant dense<-1> : tensor<4xi64>
+  %ones = onnx.Constant dense<1> : tensor<4xi64>
+  %xs = "onnx.Shape"(%x) <{start = 0 : i64}> : (tensor<?x?xf32>) -> tensor<2xi64>
+  %b = "onnx.Gather"(%xs, %c0) <{axis = 0 : i64}> : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %s = "onnx.Gather"(%xs, %c1) <{axis = 0 : i64}> : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %bu = "onnx.Unsqueeze"(%b, %a0) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %su = "onnx.Unsqueeze"(%s, %a0) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %shape = "onnx.Concat"(%bu, %m1, %one, %su) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %eq = "onnx.Equal"(%shape, %minus) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %t = "onnx.Where"(%eq, %ones, %shape) : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %e = "onnx.Expand"(%m, %t) : (tensor<?x1x1x?xi1>, tensor<4xi64>) -> tensor<*xi1>
+  return %e : tensor<*xi1>
+}

@@ -75,6 +75,8 @@ def configs():
 
 
 CASES = {"b1_t5": (1, 5, 0), "b2_t9": (2, 9, 3)}
+# Decode cases: (batch, past length, left padding of row 0); one new token.
+DECODE_CASES = {"b1_p5": (1, 5, 0), "b2_p9": (2, 9, 3)}
 
 
 MOE = {"qwen3_moe", "qwen3_next", "gpt_oss"}
@@ -106,6 +108,36 @@ def build(arch, experts=None):
             if "norm" in name:
                 p.add_(0.1 * torch.randn_like(p))
     return model.eval(), attn
+
+
+class Decode(torch.nn.Module):
+    """One decode step with the KV cache as inputs and outputs, flattened
+    (past_key_0, past_value_0, past_key_1, ...) as ONNX Runtime GenAI and
+    optimum name them: the cache is rebuilt from the inputs as a
+    DynamicCache with the model's config (sliding-window layers get
+    transformers' sliding cache layers) and returned after the step."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.layers = model.config.num_hidden_layers
+
+    def forward(self, input_ids, attention_mask, past):
+        from transformers import DynamicCache
+        cache = DynamicCache(
+            ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
+            config=self.model.config)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         cache=cache, use_cache=True)
+        present = []
+        for layer in cache.layers:
+            present += [layer.keys, layer.values]
+        return (out.logits, *present)
+
+
+def kv_names(model, prefix):
+    return [f"{prefix}_{kv}_{i}" for i in range(model.config.num_hidden_layers)
+            for kv in ("key", "value")]
 
 
 class Prefill(torch.nn.Module):
@@ -164,6 +196,121 @@ def export(arch, exporter, model, path):
             onnx.save_model(proto, path, save_as_external_data=False)
 
 
+def decode_case(model, b, p, pad):
+    """The inputs of one decode step after a prefill of p tokens (the past
+    is the model's own cache of them) and PyTorch's outputs, by name."""
+    ids, mask = case_inputs(b, p + 1, pad)
+    with torch.no_grad():
+        pre = model(input_ids=ids[:, :p], attention_mask=mask[:, :p], use_cache=True)
+        past = []
+        for layer in pre.past_key_values.layers:
+            past += [layer.keys.clone(), layer.values.clone()]
+        outs = Decode(model)(ids[:, p:], mask, tuple(past))
+    feeds = {"input_ids": ids[:, p:].numpy(), "attention_mask": mask.numpy()}
+    feeds.update({n: t.float().numpy() for n, t in zip(kv_names(model, "past"), past)})
+    names = ["logits"] + kv_names(model, "present")
+    expected = {n: t.float().numpy() for n, t in zip(names, outs)}
+    return feeds, expected
+
+
+def export_decode(exporter, model, path, feeds):
+    import onnx
+    args = (torch.from_numpy(feeds["input_ids"]), torch.from_numpy(feeds["attention_mask"]),
+            tuple(torch.from_numpy(feeds[n]) for n in kv_names(model, "past")))
+    inputs = ["input_ids", "attention_mask"] + kv_names(model, "past")
+    outputs = ["logits"] + kv_names(model, "present")
+    wrapped = Decode(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "ts":
+            dyn = {"input_ids": {0: "batch"}, "attention_mask": {0: "batch", 1: "total"},
+                   "logits": {0: "batch"}}
+            # Per layer: a sliding-window layer's cache is cropped to its
+            # window, so the layers' past lengths differ.
+            dyn.update({n: {0: "batch", 2: "past_" + n.rsplit("_", 1)[1]}
+                        for n in inputs[2:]})
+            dyn.update({n: {0: "batch", 2: "present_" + n.rsplit("_", 1)[1]}
+                        for n in outputs[1:]})
+            torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=17,
+                              input_names=inputs, output_names=outputs,
+                              dynamic_axes=dyn, do_constant_folding=True)
+        else:
+            # One new token (seq static 1: SDPA's is_causal cannot be a
+            # symbolic bool); batch and past length dynamic.
+            D = torch.export.Dim.DYNAMIC
+            shapes = ({0: D}, {0: D, 1: D}, tuple({0: D, 2: D} for _ in args[2]))
+            prog = torch.onnx.export(wrapped, args, dynamo=True, opset_version=18,
+                                     input_names=inputs, output_names=outputs,
+                                     dynamic_shapes=shapes, external_data=False,
+                                     verbose=False)
+            proto = prog.model_proto
+            strip_stack_traces(proto)
+            onnx.save_model(proto, path, save_as_external_data=False)
+
+
+def check_ort_decode(path, arch):
+    """onnxruntime against PyTorch's decode outputs, per case: max abs error
+    of the logits and of the present keys/values."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    errs = {}
+    for case in DECODE_CASES:
+        data = np.load(os.path.join(HERE, f"{arch}_decode_{case}.npz"))
+        feeds = {i.name: data[i.name] for i in sess.get_inputs()}
+        try:
+            outs = sess.run(None, feeds)
+        except Exception as e:  # this case only (a traced MoE loop's sizes)
+            errs[case] = {"error": str(e).splitlines()[0][:300]}
+            continue
+        errs[case] = {o.name: float(np.abs(r - data["expected." + o.name]).max())
+                      for o, r in zip(sess.get_outputs(), outs)}
+    return errs
+
+
+def main_decode(archs, exporters, report):
+    """Decode graphs: <arch>_<exporter>_decode.onnx and the cases
+    <arch>_decode_<case>.npz (inputs by name, PyTorch's outputs as
+    expected.<name>)."""
+    for arch in archs:
+        model, attn = build(arch)
+        # PyTorch's outputs from the default experts implementation, as for
+        # the prefill cases.
+        cases = {c: decode_case(model, *v) for c, v in DECODE_CASES.items()}
+        for c, (feeds, expected) in cases.items():
+            np.savez(os.path.join(HERE, f"{arch}_decode_{c}.npz"), **feeds,
+                     **{"expected." + n: v for n, v in expected.items()})
+        for exporter in exporters:
+            key = f"{arch}_{exporter}_decode"
+            path = os.path.join(HERE, key + ".onnx")
+            entry = {"attn_implementation": attn}
+            errors = []
+            for experts in (EXPERTS[exporter] if arch in MOE else [None]):
+                m = build(arch, experts)[0] if experts else model
+                try:
+                    export_decode(exporter, m, path, cases["b2_p9"][0])
+                except Exception as e:
+                    if os.path.exists(path):
+                        os.remove(path)
+                    errors.append((experts, (type(e).__name__ + ": " + str(e))
+                                   .splitlines()[0][:300]))
+                    traceback.print_exc(limit=2)
+                    continue
+                if experts:
+                    entry["experts_implementation"] = experts
+                break
+            entry["exported"] = os.path.exists(path)
+            if errors:
+                entry["export_errors"] = errors
+            if entry["exported"]:
+                entry["bytes"] = os.path.getsize(path)
+                try:
+                    entry["ort_max_abs_err"] = check_ort_decode(path, arch)
+                except Exception as e:
+                    entry["ort_error"] = str(e).splitlines()[0][:300]
+            report[key] = entry
+            print(key, json.dumps(entry), flush=True)
+
+
 def check_ort(path, arch):
     """onnxruntime against the recorded PyTorch logits, per case: the max
     abs error over all tokens and over the real ones (attention_mask 1; a
@@ -186,6 +333,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated architectures")
     ap.add_argument("--exporters", default="dynamo,ts")
+    ap.add_argument("--graphs", default="prefill,decode",
+                    help="which graphs to export: prefill, decode or both")
     ap.add_argument("--check-only", action="store_true",
                     help="only rerun onnxruntime on the files there")
     args = ap.parse_args()
@@ -194,16 +343,21 @@ def main():
     report = json.load(open(report_path)) if os.path.exists(report_path) else {}
     if args.check_only:
         for key, entry in report.items():
-            arch = key.rsplit("_", 1)[0]
+            decode = key.endswith("_decode")
+            arch = key.removesuffix("_decode").rsplit("_", 1)[0]
             path = os.path.join(HERE, key + ".onnx")
             if arch not in archs or not os.path.exists(path):
                 continue
             entry.pop("ort_error", None)
             try:
-                entry["ort_max_abs_err"] = check_ort(path, arch)
+                entry["ort_max_abs_err"] = (check_ort_decode if decode else check_ort)(path, arch)
             except Exception as e:
                 entry.pop("ort_max_abs_err", None)
                 entry["ort_error"] = str(e).splitlines()[0][:300]
+        archs = []
+    if "decode" in args.graphs.split(","):
+        main_decode(archs, args.exporters.split(","), report)
+    if "prefill" not in args.graphs.split(","):
         archs = []
     for arch in archs:
         model, attn = build(arch)
