@@ -200,6 +200,25 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                      ? std::to_string(w.getNumElements()) + " (gate branch W)"
                      : "?";
       r.value = "no bias";
+    } else if (auto eg = dyn_cast<gated::ExpertGluOp>(op)) {
+      static const char *names[] = {"GLU",   "bilinear",     "ReGLU",
+                                    "GEGLU", "GEGLU (tanh)", "SwiGLU"};
+      auto w = dyn_cast<RankedTensorType>(eg.getW().getType());
+      auto e = dyn_cast<RankedTensorType>(eg.getExpert().getType());
+      r.placement =
+          std::string("MoE experts (") + names[(int)eg.getActivation()] + ")";
+      std::string experts = w && !w.isDynamicDim(0)
+                                ? std::to_string(w.getDimSize(0))
+                                : std::string("?");
+      r.granularity = "elementwise (per channel), " +
+                      (e && e.getRank() == 1
+                           ? experts + " experts, each row its router's pick"
+                           : "one of " + experts + " experts per loop step");
+      r.activation = gated::stringifyGluActivation(eg.getActivation()).str();
+      r.params = w && w.hasStaticShape() ? std::to_string(w.getNumElements()) +
+                                               " (gate branch W of all experts)"
+                                         : "?";
+      r.value = "no bias";
     } else if (auto router = dyn_cast<gated::RouterOp>(op)) {
       // A gate over experts: per token, the top k of E and their weights.
       auto l = dyn_cast<RankedTensorType>(router.getLogits().getType());

@@ -232,6 +232,36 @@ LogicalResult GluOp::verify() {
   return success();
 }
 
+LogicalResult ExpertGluOp::verify() {
+  if (failed(sameElementType(*this, {getX(), getW(), getV()})))
+    return failure();
+  auto x = dyn_cast<RankedTensorType>(getX().getType());
+  auto w = dyn_cast<RankedTensorType>(getW().getType());
+  auto v = dyn_cast<RankedTensorType>(getV().getType());
+  auto e = dyn_cast<RankedTensorType>(getExpert().getType());
+  auto r = dyn_cast<RankedTensorType>(getResult().getType());
+  if (!x || !w || !v || !e || !r)
+    return success();
+  if (x.getRank() != 2 || w.getRank() != 3 || v.getRank() != 3 ||
+      r.getRank() != 2)
+    return emitOpError() << "x and the result must be 2-D [R, D] / [R, F], "
+                            "w and v 3-D [E, F, D]";
+  for (int64_t i = 0; i < 3; ++i)
+    if (!mayEqual(w.getDimSize(i), v.getDimSize(i)))
+      return emitOpError() << "w " << w << " and v " << v << " differ";
+  if (!mayEqual(x.getDimSize(1), w.getDimSize(2)))
+    return emitOpError() << "x's last dimension must be w's last ("
+                         << dim(w.getDimSize(2)) << ")";
+  if (!mayEqual(r.getDimSize(0), x.getDimSize(0)) ||
+      !mayEqual(r.getDimSize(1), w.getDimSize(1)))
+    return emitOpError() << "result must be [R, F] = [" << dim(x.getDimSize(0))
+                         << ", " << dim(w.getDimSize(1)) << "]";
+  if (e.getRank() > 1 ||
+      (e.getRank() == 1 && !mayEqual(e.getDimSize(0), x.getDimSize(0))))
+    return emitOpError() << "expert must be a scalar or one index per row of x";
+  return success();
+}
+
 LogicalResult RouterOp::verify() {
   int64_t k = getK();
   if (k < 1)

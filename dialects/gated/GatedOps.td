@@ -141,6 +141,37 @@ def Gated_GluOp : Gated_Op<"glu"> {
   }];
 }
 
+def Gated_ExpertGluOp : Gated_Op<"expert_glu"> {
+  let summary = "the GLU of routed experts: each row with its expert's weights";
+  let description = [{
+      result[r, f] = act(Σ_d x[r, d]·w[e_r, f, d]) · Σ_d x[r, d]·v[e_r, f, d]
+      e_r = expert[r]            (expert [R]: one expert per row)
+      e_r = expert               (expert a scalar: one expert for all rows)
+      e_r < 0 counts from the back (e_r + E), as ONNX Gather/GatherND
+    The feed-forward GLU of a mixture-of-experts layer's routed experts, as
+    the exporters write transformers' experts: the eager loop over the
+    experts hit (one expert, the rows routed to it) and batched_mm (every
+    (token, k) row with its expert's weights gathered by the router's
+    index). x [R, D]; w and v [E, F, D], the E experts' gate and up
+    projections in nn.Linear's [out, in] layout; result [R, F], read by the
+    experts' down projection. act as gated.glu's (silu: SwiGLU). The
+    weights are read in place through the index: no gathered copy of an
+    expert's matrix per row. An expert index outside [-E, E) is the run's
+    error (naming the node), never a read out of bounds. f32/f16/bf16,
+    accumulation in f32.
+    Source: Shazeer et al. 2017 (experts); Shazeer 2020 (GLU variants);
+    transformers' Qwen3-MoE / Qwen3-Next experts.
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$w,
+                       Gated_FloatTensor:$v, TensorOf<[I64]>:$expert,
+                       Gated_GluActivation:$activation);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $x `,` $w `,` $v `,` $expert attr-dict `:` type($x) `,`
+    type($w) `,` type($v) `,` type($expert) `->` type($result)
+  }];
+}
+
 def Gated_RouterOp : Gated_Op<"router"> {
   let summary = "mixture-of-experts router: a top-k gate over experts";
   let description = [{

@@ -430,6 +430,107 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
   return success();
 }
 
+/// gated.expert_glu: first the check that every expert index is in [-E, E)
+/// (one AND-reduction, the run's error naming the node; a data check, so
+/// --defer-data-checks may move it to the end of the run), then one
+/// linalg.generic over (r, f, d) that reads x[r, d] and the row's expert's
+/// w and v in place (tensor.extract at the index, negative ones counted
+/// from the back, clamped into [0, E), so
+/// no access is out of bounds before the check fires), two f32 sums, and
+/// act·mul element-wise.
+LogicalResult lower(gated::ExpertGluOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  Location loc = op.getLoc();
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  auto et = dyn_cast<RankedTensorType>(op.getExpert().getType());
+  auto wt = dyn_cast<RankedTensorType>(op.getW().getType());
+  if (!t || !et || !wt)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  using P = arith::CmpIPredicate;
+  MLIRContext *ctx = b.getContext();
+  Value experts = l.dim(op.getW(), 0);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value last = arith::SubIOp::create(b, loc, experts,
+                                     arith::ConstantIndexOp::create(b, loc, 1));
+  Value minusExperts = arith::SubIOp::create(b, loc, zero, experts);
+  {
+    int64_t er = et.getRank();
+    auto flagType = RankedTensorType::get({}, b.getI1Type());
+    Value init = tensor::EmptyOp::create(b, loc, flagType, ValueRange{});
+    init =
+        linalg::FillOp::create(
+            b, loc,
+            ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(true))},
+            ValueRange{init})
+            .getResult(0);
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{flagType}, ValueRange{op.getExpert()},
+        ValueRange{init},
+        {b.getMultiDimIdentityMap(er), AffineMap::get(er, 0, {}, ctx)},
+        SmallVector<IteratorType>(er, IteratorType::reduction),
+        [&](OpBuilder &nb, Location nl, ValueRange a) {
+          Value e = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[0]);
+          Value ok = arith::AndIOp::create(
+              nb, nl, arith::CmpIOp::create(nb, nl, P::sge, e, minusExperts),
+              arith::CmpIOp::create(nb, nl, P::slt, e, experts));
+          linalg::YieldOp::create(
+              nb, nl, ValueRange{arith::AndIOp::create(nb, nl, a[1], ok)});
+        });
+    Value all = tensor::ExtractOp::create(b, loc, g.getResult(0), ValueRange{});
+    auto check = cf::AssertOp::create(
+        b, loc, all,
+        "gatec: an expert index out of range [-E, E) of the experts' weights "
+        "(dim 0) in " +
+            describeOp(loc));
+    check->setAttr(conversion::kDataCheckAttr, b.getUnitAttr());
+  }
+  SmallVector<int64_t> shape(t.getShape());
+  SmallVector<std::pair<Value, int64_t>> dims = {{op.getX(), 0},
+                                                 {op.getW(), 1}};
+  Value a0 = l.filled(shape, dims, 0.0), b0 = l.filled(shape, dims, 0.0);
+  AffineExpr r = getAffineDimExpr(0, ctx), f = getAffineDimExpr(1, ctx),
+             d = getAffineDimExpr(2, ctx);
+  AffineMap xm = AffineMap::get(3, 0, {r, d}, ctx);
+  AffineMap em = et.getRank() == 1 ? AffineMap::get(3, 0, {r}, ctx)
+                                   : AffineMap::get(3, 0, {}, ctx);
+  AffineMap om = AffineMap::get(3, 0, {r, f}, ctx);
+  Value w = op.getW(), v = op.getV();
+  auto mm = linalg::GenericOp::create(
+      b, loc, TypeRange{a0.getType(), b0.getType()},
+      ValueRange{op.getX(), op.getExpert()}, ValueRange{a0, b0},
+      {xm, em, om, om},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value e = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[1]);
+        // Negative indices count from the back, as in Gather/GatherND.
+        e = arith::SelectOp::create(
+            nb, nl, arith::CmpIOp::create(nb, nl, P::slt, e, zero),
+            arith::AddIOp::create(nb, nl, e, experts), e);
+        e = arith::MaxSIOp::create(nb, nl, e, zero);
+        e = arith::MinSIOp::create(nb, nl, e, last);
+        Value fi = linalg::IndexOp::create(nb, nl, 1);
+        Value di = linalg::IndexOp::create(nb, nl, 2);
+        Value x = l.ext(nb, a[0]);
+        Value wv = tensor::ExtractOp::create(nb, nl, w, ValueRange{e, fi, di});
+        Value vv = tensor::ExtractOp::create(nb, nl, v, ValueRange{e, fi, di});
+        Value pa = arith::AddFOp::create(
+            nb, nl, a[2], arith::MulFOp::create(nb, nl, x, l.ext(nb, wv)));
+        Value pb = arith::AddFOp::create(
+            nb, nl, a[3], arith::MulFOp::create(nb, nl, x, l.ext(nb, vv)));
+        linalg::YieldOp::create(nb, nl, ValueRange{pa, pb});
+      });
+  Type elt = t.getElementType();
+  Value res = l.elementwise(
+      t, {mm.getResult(0), mm.getResult(1)}, selfDims(mm.getResult(0)),
+      [&](OpBuilder &nb, ValueRange a) {
+        Value p = arith::MulFOp::create(
+            nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
+        return l.trunc(nb, p, elt);
+      });
+  op.getResult().replaceAllUsesWith(res);
+  return success();
+}
+
 /// x [B, T, H, D] as [B, H, T, D], or back: a head transpose.
 Value headTranspose(OpBuilder &b, Location loc, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
@@ -882,8 +983,9 @@ struct ConvertGatedToLinalgPass
       LogicalResult r =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case<gated::AttentionOp, gated::GateOp, gated::GluOp,
-                    gated::ResidualOp, gated::RMSNormOp, gated::LayerNormOp,
-                    gated::RouterOp>([&](auto o) { return lower(o, b); })
+                    gated::ExpertGluOp, gated::ResidualOp, gated::RMSNormOp,
+                    gated::LayerNormOp, gated::RouterOp>(
+                  [&](auto o) { return lower(o, b); })
               .Default([](Operation *o) {
                 return o->emitOpError() << "has no lowering to linalg";
               });

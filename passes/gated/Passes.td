@@ -36,6 +36,17 @@ def RaiseGlu : Pass<"raise-glu", "mlir::func::FuncOp"> {
     SiLU as a·Sigmoid(a) (SwiGLU), and ONNX SwiGLU-28 with alpha = 1 over
     two such projections. Products are matched as a multiset of factors, so
     any association of the Muls is found.
+
+    The same products over a routed expert's projections become
+    gated.expert_glu: with W the experts' constant [E, N, K] (nn.Linear's
+    layout per expert), either MatMul(x, Transpose(Gather(W, e, axis 0)))
+    with e a scalar (one step of transformers' eager experts loop, as the
+    TorchScript exporter unrolls it) or Squeeze(MatMul(GatherND(W, idx),
+    Unsqueeze(x, 2)), 2) with idx [R, 1] and batch_dims 0 (batched_mm, as
+    the dynamo exporter writes it); the gate and up projections are column
+    ranges of one such product (Slice or Split) or two, with the same x and
+    the same index. The op reads the experts' rows through the index, so
+    the [R, N, K] gathered copy of batched_mm is no longer made.
   }];
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }

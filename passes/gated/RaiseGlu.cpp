@@ -31,13 +31,24 @@ struct Proj {
   Value xv, w;             // x and the weight operand as written
   bool transposed = false; // w is Wᵀ ([N, K])
   int64_t start = -1, end = -1;
+  // A routed expert's projection: w is the experts' constant [E, N, K]
+  // (nn.Linear's layout per expert) and `expert` the expert index, a
+  // scalar (the eager loop) or [R, 1] (batched_mm's GatherND indices).
+  Value expert;
+  Operation *gather = nullptr; // the Gather/GatherND that reads `expert`
   explicit operator bool() const { return op; }
   Value x() const { return xv; }
-  int64_t width() const { return shapeOf(w)[transposed ? 0 : 1]; }
+  int64_t width() const {
+    return expert ? shapeOf(w)[1] : shapeOf(w)[transposed ? 0 : 1];
+  }
+  int64_t inner() const {
+    return expert ? shapeOf(w)[2] : shapeOf(w)[transposed ? 1 : 0];
+  }
   int64_t cols() const { return start >= 0 ? end - start : width(); }
-  /// The [K, N] weight, transposed and sliced at compile time as needed.
+  /// The [K, N] weight, transposed and sliced at compile time as needed;
+  /// for an expert's projection the experts' [E, N', K] rows [start, end).
   Value weight(PatternRewriter &rewriter, Location loc) const {
-    Value m = transposed ? transpose(rewriter, loc, w, {1, 0}) : w;
+    Value m = transposed && !expert ? transpose(rewriter, loc, w, {1, 0}) : w;
     if (start < 0)
       return m;
     auto i64 = [&](int64_t v) -> Value {
@@ -50,6 +61,48 @@ struct Proj {
                       {m, i64(start), i64(end), i64(1), none});
   }
 };
+
+/// Whether `axes` is the constant [a] with a = `axis` or a - rank = `axis`
+/// (one axis, either sign).
+bool isOneAxis(Value axes, int64_t axis, int64_t rank) {
+  auto a = onnx::getConstantInts(axes);
+  return a && a->size() == 1 && ((*a)[0] == axis || (*a)[0] + rank == axis);
+}
+
+/// A routed expert's projection, as the exporters write transformers'
+/// experts (W the experts' constant [E, N, K]):
+///   the eager loop: MatMul(x, Transpose(Gather(W, e, axis 0))), e a scalar;
+///   batched_mm: Squeeze(MatMul(GatherND(W, idx), Unsqueeze(x, -1)), -1),
+///     idx [R, 1] (batch_dims 0): row r with expert idx[r].
+Proj expertProjection(Value v) {
+  Proj p;
+  if (auto mm = def<onnx::MatMulOp>(v)) {
+    auto tr = def<onnx::TransposeOp>(mm.getB());
+    auto g = tr ? def<onnx::GatherOp>(tr.getData()) : onnx::GatherOp();
+    if (!g || permutationOf(tr) != SmallVector<int64_t>{1, 0} ||
+        g.getAxis() != 0 || !isConstant(g.getData()) ||
+        shapeOf(g.getData()).size() != 3 ||
+        shapeOf(g.getIndices()).size() != 0 || shapeOf(mm.getA()).size() != 2)
+      return p;
+    p.op = mm, p.xv = mm.getA(), p.w = g.getData(), p.expert = g.getIndices();
+    p.gather = g;
+    return p;
+  }
+  auto sq = def<onnx::SqueezeOp>(v);
+  auto mm = sq ? def<onnx::MatMulOp>(sq.getData()) : onnx::MatMulOp();
+  if (!mm || !isOneAxis(sq.getAxes(), 2, 3))
+    return p;
+  auto g = def<onnx::GatherNDOp>(mm.getA());
+  auto un = def<onnx::UnsqueezeOp>(mm.getB());
+  if (!g || !un || g.getBatchDims() != 0 || !isConstant(g.getData()) ||
+      shapeOf(g.getData()).size() != 3 || shapeOf(g.getIndices()).size() != 2 ||
+      shapeOf(g.getIndices())[1] != 1 || shapeOf(un.getData()).size() != 2 ||
+      !isOneAxis(un.getAxes(), 2, 3))
+    return p;
+  p.op = mm, p.xv = un.getData(), p.w = g.getData(), p.expert = g.getIndices();
+  p.gather = g;
+  return p;
+}
 
 Proj projection(Value v) {
   Proj p;
@@ -104,7 +157,7 @@ Proj projection(Value v) {
   }
   if (auto mm = def<onnx::MatMulOp>(v)) {
     if (!isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
-      return p;
+      return expertProjection(v);
     p.op = mm, p.xv = mm.getA(), p.w = mm.getB();
     return p;
   }
@@ -117,7 +170,7 @@ Proj projection(Value v) {
     p.transposed = g.getTransB() != 0;
     return p;
   }
-  return p;
+  return expertProjection(v);
 }
 
 /// 1 + erf(p/√2) (Div by √2 or Mul by 1/√2): returns p.
@@ -214,12 +267,40 @@ Value tanhTerm(Value v) {
 /// projections read one x and have one width.
 LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
                            Proj &v, gated::GluActivation act) {
-  if (w.x() != v.x() || w.cols() != v.cols() ||
-      shapeOf(w.w)[w.transposed ? 1 : 0] != shapeOf(v.w)[v.transposed ? 1 : 0])
+  if (w.x() != v.x() || w.cols() != v.cols() || w.inner() != v.inner() ||
+      w.expert != v.expert)
     return failure();
   SmallVector<Operation *> matched;
-  collectMatched(op->getResult(0), {w.x(), w.w, v.w}, matched);
+  collectMatched(op->getResult(0), {w.x(), w.w, v.w, w.expert ? w.expert : w.w},
+                 matched);
   Location loc = fuseLocs(rewriter.getContext(), matched);
+  if (w.expert) {
+    // Routed experts: gated.expert_glu, the expert per row ([R]) or one
+    // for all rows (a scalar). Its location names first the node that
+    // read the expert index: the one an index out of range is an error of.
+    loc = FusedLoc::get(rewriter.getContext(), {w.gather->getLoc(), loc});
+    Value e = w.expert;
+    if (shapeOf(e).size() == 2) {
+      auto t = RankedTensorType::get({1}, rewriter.getI64Type());
+      Value axes = onnx::ConstantOp::create(
+          rewriter, loc, DenseIntElementsAttr::get(t, {int64_t(1)}));
+      e = createOnnx(rewriter, loc, "Squeeze", {e, axes});
+    }
+    Value ww = w.weight(rewriter, loc), vw = v.weight(rewriter, loc);
+    auto glu = gated::ExpertGluOp::create(
+        rewriter, loc, op->getResult(0).getType(), w.x(), ww, vw, e, act);
+    if (!verifiesQuietly(glu)) {
+      // Leave the IR as found (or the greedy driver never converges).
+      rewriter.eraseOp(glu);
+      for (Value made : {vw, ww, e})
+        if (Operation *d = made.getDefiningOp();
+            d && made != w.expert && made != w.w && d->use_empty())
+          rewriter.eraseOp(d);
+      return failure();
+    }
+    rewriter.replaceOp(op, glu.getResult());
+    return success();
+  }
   auto glu = gated::GluOp::create(rewriter, loc, op->getResult(0).getType(),
                                   w.x(), w.weight(rewriter, loc),
                                   v.weight(rewriter, loc), act);

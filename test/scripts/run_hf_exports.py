@@ -64,16 +64,34 @@ EXPECT = {
     "gemma3": (2, 0, GEGLU2),
     # MoE: one router per layer (gated.router), and for Qwen3-Next the shared
     # expert's SwiGLU and its per-token sigmoid gate (gated.gate
-    # shared_expert). The routed experts (batched_mm: bmm over the expert
-    # weights gathered by the router's indices) are no gated op, so the
-    # report does not list their GLU (Qwen's SwiGLU, GPT-OSS's clamped
-    # SwiGLU with alpha 1.702 on interleaved columns); their kind is not
-    # settled. GPT-OSS's attention has sinks (gated.attention sinks(...)).
+    # shared_expert). The routed experts' SwiGLU is gated.expert_glu (see
+    # expert_glu_steps); GPT-OSS's clamped SwiGLU (alpha 1.702, interleaved
+    # columns, biases) is not raised, so its report has no experts' GLU.
+    # GPT-OSS's attention has sinks (gated.attention sinks(...)).
     "qwen3_moe": (2, 0, {ROUTER: 2}),
     "qwen3_next": (2, 2, {"FFN (SwiGLU)": 2, "G1 (attention output)": 2, ROUTER: 2,
                           "shared expert (MoE)": 2}),
     "gpt_oss": (2, 0, {ROUTER: 2}),
 }
+
+# Architectures whose routed experts' SwiGLU is raised (gated.expert_glu).
+EXPERT_GLU = {"qwen3_moe", "qwen3_next"}
+
+
+def expert_glu_steps(model, name, layers):
+    """How many gated.expert_glu the report must list: one per layer for the
+    dynamo exports (batched_mm: every row with its router's pick), and for
+    the TorchScript exports one per step of the eager experts loop, which
+    the trace unrolled over the experts hit at export time: counted in the
+    ONNX file as the Gathers of an experts' gate_up_proj weight."""
+    if "_ts" not in name:
+        return layers
+    import onnx
+    graph = onnx.load(model, load_external_data=False).graph
+    weights = {i.name for i in graph.initializer if "experts.gate_up_proj" in i.name}
+    return sum(1 for n in graph.node
+               if n.op_type == "Gather" and n.input and n.input[0] in weights)
+
 
 # model -> why it does not meet EXPECT yet (issue 16)
 KNOWN_GAPS = {}
@@ -210,6 +228,9 @@ def check(model, args, work):
             r["problems"].append(f"run {case}: scaled error {e:.3g} > {TOL}")
     r["err"] = err
     want_attn, want_g1, want_gates = EXPECT[arch]
+    if arch in EXPERT_GLU:
+        want_gates = {**want_gates,
+                      "MoE experts (SwiGLU)": expert_glu_steps(model, name, want_attn)}
     if r["attention"] != want_attn:
         r["problems"].append(f"{r['attention']} gated.attention, want {want_attn}")
     if r["flash"] != want_attn:

@@ -169,3 +169,27 @@ func.func @negative_window(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   %r = gated.attention %q, %q, %q {causal, left_window = -1 : i64, scale = 0.25 : f32} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
   return %r : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+func.func @expert_glu_width(%x: tensor<5x16xf32>, %w: tensor<4x12x8xf32>, %e: tensor<5xi64>) -> tensor<5x12xf32> {
+  // expected-error @+1 {{'gated.expert_glu' op x's last dimension must be w's last (8)}}
+  %y = gated.expert_glu silu %x, %w, %w, %e : tensor<5x16xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<5xi64> -> tensor<5x12xf32>
+  return %y : tensor<5x12xf32>
+}
+
+// -----
+
+func.func @expert_glu_rows(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: tensor<3xi64>) -> tensor<5x12xf32> {
+  // expected-error @+1 {{'gated.expert_glu' op expert must be a scalar or one index per row of x}}
+  %y = gated.expert_glu silu %x, %w, %w, %e : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<3xi64> -> tensor<5x12xf32>
+  return %y : tensor<5x12xf32>
+}
+
+// -----
+
+func.func @expert_glu_result(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: tensor<i64>) -> tensor<5x8xf32> {
+  // expected-error @+1 {{'gated.expert_glu' op result must be [R, F] = [5, 12]}}
+  %y = gated.expert_glu silu %x, %w, %w, %e : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<i64> -> tensor<5x8xf32>
+  return %y : tensor<5x8xf32>
+}

@@ -118,3 +118,77 @@ func.func @negative(%x: tensor<2x16xf32>, %z: tensor<2x16xf32>, %wv: tensor<16x2
   %y1 = "onnx.Mul"(%s, %c) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
   return %y0, %y1 : tensor<2x24xf32>, tensor<2x24xf32>
 }
+
+// -----
+
+// A routed expert's SwiGLU as the dynamo exporter writes transformers'
+// batched_mm experts: each row's weights gathered by its expert index
+// (GatherND of the experts' [E, 2F, D]), MatMul with x as a column, the
+// halves split. gated.expert_glu reads the experts' gate and up rows
+// [E, F, D] through the index (squeezed to [R]).
+// CHECK-LABEL: func.func @expert_glu_batched
+// CHECK: %[[E:.*]] = "onnx.Squeeze"(%arg1
+// CHECK: gated.expert_glu silu %arg0, %{{.*}}, %{{.*}}, %[[E]] : tensor<?x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<?xi64> -> tensor<?x6xf32>
+// CHECK-NOT: onnx.GatherND
+func.func @expert_glu_batched(%x: tensor<?x8xf32>, %idx: tensor<?x1xi64>) -> tensor<?x6xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<4x12x8xf32>
+  %ax = onnx.Constant dense<[2]> : tensor<1xi64>
+  %n = "onnx.NoValue"() {value} : () -> none
+  %g = "onnx.GatherND"(%w, %idx) {batch_dims = 0 : i64} : (tensor<4x12x8xf32>, tensor<?x1xi64>) -> tensor<?x12x8xf32>
+  %xc = "onnx.Unsqueeze"(%x, %ax) : (tensor<?x8xf32>, tensor<1xi64>) -> tensor<?x8x1xf32>
+  %p3 = "onnx.MatMul"(%g, %xc) : (tensor<?x12x8xf32>, tensor<?x8x1xf32>) -> tensor<?x12x1xf32>
+  %p = "onnx.Squeeze"(%p3, %ax) : (tensor<?x12x1xf32>, tensor<1xi64>) -> tensor<?x12xf32>
+  %s:2 = "onnx.Split"(%p, %n) {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<?x12xf32>, none) -> (tensor<?x6xf32>, tensor<?x6xf32>)
+  %sg = "onnx.Sigmoid"(%s#0) : (tensor<?x6xf32>) -> tensor<?x6xf32>
+  %a = "onnx.Mul"(%s#0, %sg) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  %y = "onnx.Mul"(%a, %s#1) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  return %y : tensor<?x6xf32>
+}
+
+// -----
+
+// One step of the eager experts loop (the TorchScript export): expert e, a
+// scalar, for all rows: MatMul(x, Transpose(Gather(W, e))), sliced halves.
+// CHECK-LABEL: func.func @expert_glu_eager_step
+// CHECK: gated.expert_glu silu %arg0, %{{.*}}, %{{.*}}, %arg1 : tensor<?x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<i64> -> tensor<?x6xf32>
+func.func @expert_glu_eager_step(%x: tensor<?x8xf32>, %e: tensor<i64>) -> tensor<?x6xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<4x12x8xf32>
+  %s0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[6]> : tensor<1xi64>
+  %s2 = onnx.Constant dense<[12]> : tensor<1xi64>
+  %ax = onnx.Constant dense<[1]> : tensor<1xi64>
+  %n = "onnx.NoValue"() {value} : () -> none
+  %we = "onnx.Gather"(%w, %e) {axis = 0 : i64} : (tensor<4x12x8xf32>, tensor<i64>) -> tensor<12x8xf32>
+  %wt = "onnx.Transpose"(%we) {perm = array<i64: 1, 0>} : (tensor<12x8xf32>) -> tensor<8x12xf32>
+  %p = "onnx.MatMul"(%x, %wt) : (tensor<?x8xf32>, tensor<8x12xf32>) -> tensor<?x12xf32>
+  %a0 = "onnx.Slice"(%p, %s0, %s1, %ax, %n) : (tensor<?x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x6xf32>
+  %b0 = "onnx.Slice"(%p, %s1, %s2, %ax, %n) : (tensor<?x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x6xf32>
+  %sg = "onnx.Sigmoid"(%a0) : (tensor<?x6xf32>) -> tensor<?x6xf32>
+  %a = "onnx.Mul"(%a0, %sg) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  %y = "onnx.Mul"(%a, %b0) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  return %y : tensor<?x6xf32>
+}
+
+// -----
+
+// Weights gathered from a tensor computed at run time (not the experts'
+// constant), or by GatherND with batch dims: no expert GLU.
+// CHECK-LABEL: func.func @expert_glu_not_constant
+// CHECK-NOT: gated.expert_glu
+// CHECK: onnx.Sigmoid
+func.func @expert_glu_not_constant(%x: tensor<?x8xf32>, %e: tensor<i64>, %w: tensor<4x12x8xf32>) -> tensor<?x6xf32> {
+  %s0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[6]> : tensor<1xi64>
+  %s2 = onnx.Constant dense<[12]> : tensor<1xi64>
+  %ax = onnx.Constant dense<[1]> : tensor<1xi64>
+  %n = "onnx.NoValue"() {value} : () -> none
+  %we = "onnx.Gather"(%w, %e) {axis = 0 : i64} : (tensor<4x12x8xf32>, tensor<i64>) -> tensor<12x8xf32>
+  %wt = "onnx.Transpose"(%we) {perm = array<i64: 1, 0>} : (tensor<12x8xf32>) -> tensor<8x12xf32>
+  %p = "onnx.MatMul"(%x, %wt) : (tensor<?x8xf32>, tensor<8x12xf32>) -> tensor<?x12xf32>
+  %a0 = "onnx.Slice"(%p, %s0, %s1, %ax, %n) : (tensor<?x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x6xf32>
+  %b0 = "onnx.Slice"(%p, %s1, %s2, %ax, %n) : (tensor<?x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x6xf32>
+  %sg = "onnx.Sigmoid"(%a0) : (tensor<?x6xf32>) -> tensor<?x6xf32>
+  %a = "onnx.Mul"(%a0, %sg) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  %y = "onnx.Mul"(%a, %b0) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  return %y : tensor<?x6xf32>
+}
