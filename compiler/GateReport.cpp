@@ -205,8 +205,12 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                                     "GEGLU", "GEGLU (tanh)", "SwiGLU"};
       auto w = dyn_cast<RankedTensorType>(eg.getW().getType());
       auto e = dyn_cast<RankedTensorType>(eg.getExpert().getType());
-      r.placement =
-          std::string("MoE experts (") + names[(int)eg.getActivation()] + ")";
+      float alpha = eg.getAlpha().convertToFloat();
+      float offset = eg.getUpOffset().convertToFloat();
+      bool clamped = eg.getLimit() || alpha != 1.0f || offset != 0.0f;
+      r.placement = std::string("MoE experts (") +
+                    names[(int)eg.getActivation()] +
+                    (clamped ? ", clamped" : "") + ")";
       std::string experts = w && !w.isDynamicDim(0)
                                 ? std::to_string(w.getDimSize(0))
                                 : std::string("?");
@@ -215,10 +219,18 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                            ? experts + " experts, each row its router's pick"
                            : "one of " + experts + " experts per loop step");
       r.activation = gated::stringifyGluActivation(eg.getActivation()).str();
+      if (clamped) {
+        llvm::raw_string_ostream a(r.activation);
+        a << " (alpha " << llvm::format("%g", alpha);
+        if (eg.getLimit())
+          a << ", limit "
+            << llvm::format("%g", eg.getLimit()->convertToFloat());
+        a << ", up + " << llvm::format("%g", offset) << ")";
+      }
       r.params = w && w.hasStaticShape() ? std::to_string(w.getNumElements()) +
                                                " (gate branch W of all experts)"
                                          : "?";
-      r.value = "no bias";
+      r.value = eg.getWBias() ? "bias per expert" : "no bias";
     } else if (auto router = dyn_cast<gated::RouterOp>(op)) {
       // A gate over experts: per token, the top k of E and their weights.
       auto l = dyn_cast<RankedTensorType>(router.getLogits().getType());

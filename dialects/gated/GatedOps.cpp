@@ -233,7 +233,11 @@ LogicalResult GluOp::verify() {
 }
 
 LogicalResult ExpertGluOp::verify() {
-  if (failed(sameElementType(*this, {getX(), getW(), getV()})))
+  SmallVector<Value> floats = {getX(), getW(), getV()};
+  for (Value bias : {getWBias(), getVBias()})
+    if (bias)
+      floats.push_back(bias);
+  if (failed(sameElementType(*this, floats)))
     return failure();
   auto x = dyn_cast<RankedTensorType>(getX().getType());
   auto w = dyn_cast<RankedTensorType>(getW().getType());
@@ -259,6 +263,22 @@ LogicalResult ExpertGluOp::verify() {
   if (e.getRank() > 1 ||
       (e.getRank() == 1 && !mayEqual(e.getDimSize(0), x.getDimSize(0))))
     return emitOpError() << "expert must be a scalar or one index per row of x";
+  if (!getWBias() != !getVBias())
+    return emitOpError() << "needs both biases or neither";
+  for (Value bias : {getWBias(), getVBias()}) {
+    auto bt = bias ? dyn_cast<RankedTensorType>(bias.getType()) : nullptr;
+    if (bt &&
+        (bt.getRank() != 2 || !mayEqual(bt.getDimSize(0), w.getDimSize(0)) ||
+         !mayEqual(bt.getDimSize(1), w.getDimSize(1))))
+      return emitOpError() << "biases must be [E, F] = ["
+                           << dim(w.getDimSize(0)) << ", "
+                           << dim(w.getDimSize(1)) << "]";
+  }
+  if (getActivation() != GluActivation::silu &&
+      getAlpha().convertToFloat() != 1.0f)
+    return emitOpError() << "alpha scales only silu's sigmoid";
+  if (getLimit() && !(getLimit()->convertToFloat() >= 0.0f))
+    return emitOpError() << "limit must be >= 0";
   return success();
 }
 

@@ -141,10 +141,13 @@ def Gated_GluOp : Gated_Op<"glu"> {
   }];
 }
 
-def Gated_ExpertGluOp : Gated_Op<"expert_glu"> {
+def Gated_ExpertGluOp : Gated_Op<"expert_glu", [AttrSizedOperandSegments]> {
   let summary = "the GLU of routed experts: each row with its expert's weights";
   let description = [{
-      result[r, f] = act(Σ_d x[r, d]·w[e_r, f, d]) · Σ_d x[r, d]·v[e_r, f, d]
+      a[r, f] = Σ_d x[r, d]·w[e_r, f, d] (+ w_bias[e_r, f])
+      b[r, f] = Σ_d x[r, d]·v[e_r, f, d] (+ v_bias[e_r, f])
+      with limit L:  a = min(a, L),  b = clamp(b, -L, L)
+      result[r, f] = act(a) · (b + up_offset)
       e_r = expert[r]            (expert [R]: one expert per row)
       e_r = expert               (expert a scalar: one expert for all rows)
       e_r < 0 counts from the back (e_r + E), as ONNX Gather/GatherND
@@ -153,22 +156,33 @@ def Gated_ExpertGluOp : Gated_Op<"expert_glu"> {
     experts hit (one expert, the rows routed to it) and batched_mm (every
     (token, k) row with its expert's weights gathered by the router's
     index). x [R, D]; w and v [E, F, D], the E experts' gate and up
-    projections in nn.Linear's [out, in] layout; result [R, F], read by the
-    experts' down projection. act as gated.glu's (silu: SwiGLU). The
-    weights are read in place through the index: no gathered copy of an
-    expert's matrix per row. An expert index outside [-E, E) is the run's
-    error (naming the node), never a read out of bounds. f32/f16/bf16,
-    accumulation in f32.
+    projections in nn.Linear's [out, in] layout; the biases [E, F];
+    result [R, F], read by the experts' down projection. act as
+    gated.glu's (silu: SwiGLU); with silu, `alpha` scales the sigmoid's
+    argument: act(a) = a·σ(alpha·a). GPT-OSS's experts are silu with
+    alpha = 1.702, limit = 7 and up_offset = 1; everything else has
+    alpha = 1, no limit and up_offset = 0 (then this is gated.glu per
+    expert). The weights are read in place through the index: no gathered
+    copy of an expert's matrix per row. An expert index outside [-E, E) is
+    the run's error (naming the node that read it), never a read out of
+    bounds. f32/f16/bf16, accumulation in f32; NaN passes the clamps.
     Source: Shazeer et al. 2017 (experts); Shazeer 2020 (GLU variants);
-    transformers' Qwen3-MoE / Qwen3-Next experts.
+    transformers' Qwen3-MoE / Qwen3-Next / GPT-OSS experts.
   }];
   let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$w,
                        Gated_FloatTensor:$v, TensorOf<[I64]>:$expert,
-                       Gated_GluActivation:$activation);
+                       Optional<Gated_FloatTensor>:$w_bias,
+                       Optional<Gated_FloatTensor>:$v_bias,
+                       Gated_GluActivation:$activation,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "0.0">:$up_offset);
   let results = (outs Gated_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $x `,` $w `,` $v `,` $expert attr-dict `:` type($x) `,`
-    type($w) `,` type($v) `,` type($expert) `->` type($result)
+    $activation $x `,` $w `,` $v `,` $expert
+    (`bias` `(` $w_bias^ `,` $v_bias `:` type($w_bias) `,` type($v_bias) `)`)?
+    attr-dict `:` type($x) `,` type($w) `,` type($v) `,` type($expert) `->`
+    type($result)
   }];
 }
 

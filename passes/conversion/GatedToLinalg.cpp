@@ -495,19 +495,23 @@ LogicalResult lower(gated::ExpertGluOp op, OpBuilder &b) {
                                    : AffineMap::get(3, 0, {}, ctx);
   AffineMap om = AffineMap::get(3, 0, {r, f}, ctx);
   Value w = op.getW(), v = op.getV();
+  // The row's expert: negative indices count from the back, as in
+  // Gather/GatherND; clamped into [0, E).
+  auto expertAt = [&](OpBuilder &nb, Location nl, Value i) -> Value {
+    Value e = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), i);
+    e = arith::SelectOp::create(nb, nl,
+                                arith::CmpIOp::create(nb, nl, P::slt, e, zero),
+                                arith::AddIOp::create(nb, nl, e, experts), e);
+    e = arith::MaxSIOp::create(nb, nl, e, zero);
+    return arith::MinSIOp::create(nb, nl, e, last);
+  };
   auto mm = linalg::GenericOp::create(
       b, loc, TypeRange{a0.getType(), b0.getType()},
       ValueRange{op.getX(), op.getExpert()}, ValueRange{a0, b0},
       {xm, em, om, om},
       {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value e = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[1]);
-        // Negative indices count from the back, as in Gather/GatherND.
-        e = arith::SelectOp::create(
-            nb, nl, arith::CmpIOp::create(nb, nl, P::slt, e, zero),
-            arith::AddIOp::create(nb, nl, e, experts), e);
-        e = arith::MaxSIOp::create(nb, nl, e, zero);
-        e = arith::MinSIOp::create(nb, nl, e, last);
+        Value e = expertAt(nb, nl, a[1]);
         Value fi = linalg::IndexOp::create(nb, nl, 1);
         Value di = linalg::IndexOp::create(nb, nl, 2);
         Value x = l.ext(nb, a[0]);
@@ -519,15 +523,61 @@ LogicalResult lower(gated::ExpertGluOp op, OpBuilder &b) {
             nb, nl, a[3], arith::MulFOp::create(nb, nl, x, l.ext(nb, vv)));
         linalg::YieldOp::create(nb, nl, ValueRange{pa, pb});
       });
+  // The epilogue over (r, f): biases of the row's expert, the clamps,
+  // act(a)·(b + up_offset).
   Type elt = t.getElementType();
-  Value res = l.elementwise(
-      t, {mm.getResult(0), mm.getResult(1)}, selfDims(mm.getResult(0)),
-      [&](OpBuilder &nb, ValueRange a) {
-        Value p = arith::MulFOp::create(
-            nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
-        return l.trunc(nb, p, elt);
+  Value wb = op.getWBias(), vb = op.getVBias();
+  float alpha = op.getAlpha().convertToFloat();
+  float offset = op.getUpOffset().convertToFloat();
+  std::optional<float> limit;
+  if (auto lim = op.getLimit())
+    limit = lim->convertToFloat();
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < 2; ++i)
+    if (t.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, mm.getResult(0), i));
+  Value init = tensor::EmptyOp::create(b, loc, t.getShape(), elt, dyn);
+  AffineMap rf = AffineMap::get(2, 0, {r, f}, ctx);
+  AffineMap er = et.getRank() == 1 ? AffineMap::get(2, 0, {r}, ctx)
+                                   : AffineMap::get(2, 0, {}, ctx);
+  auto epi = linalg::GenericOp::create(
+      b, loc, TypeRange{t},
+      ValueRange{mm.getResult(0), mm.getResult(1), op.getExpert()},
+      ValueRange{init}, {rf, rf, er, rf}, l.parallel(2),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value ga = a[0], gb = a[1];
+        if (wb) {
+          Value e = expertAt(nb, nl, a[2]);
+          Value fi = linalg::IndexOp::create(nb, nl, 1);
+          ga = arith::AddFOp::create(
+              nb, nl, ga,
+              l.ext(nb,
+                    tensor::ExtractOp::create(nb, nl, wb, ValueRange{e, fi})));
+          gb = arith::AddFOp::create(
+              nb, nl, gb,
+              l.ext(nb,
+                    tensor::ExtractOp::create(nb, nl, vb, ValueRange{e, fi})));
+        }
+        if (limit) {
+          ga = arith::MinimumFOp::create(nb, nl, ga, l.cst(nb, *limit));
+          gb = arith::MaximumFOp::create(
+              nb, nl, arith::MinimumFOp::create(nb, nl, gb, l.cst(nb, *limit)),
+              l.cst(nb, -*limit));
+        }
+        Value act;
+        if (op.getActivation() == gated::GluActivation::silu && alpha != 1.0f)
+          act = arith::MulFOp::create(
+              nb, nl, ga,
+              l.sigmoid(nb,
+                        arith::MulFOp::create(nb, nl, ga, l.cst(nb, alpha))));
+        else
+          act = l.gluAct(nb, op.getActivation(), ga);
+        if (offset != 0.0f)
+          gb = arith::AddFOp::create(nb, nl, gb, l.cst(nb, offset));
+        Value p = arith::MulFOp::create(nb, nl, act, gb);
+        linalg::YieldOp::create(nb, nl, ValueRange{l.trunc(nb, p, elt)});
       });
-  op.getResult().replaceAllUsesWith(res);
+  op.getResult().replaceAllUsesWith(epi.getResult(0));
   return success();
 }
 

@@ -30,35 +30,57 @@ struct Proj {
   Operation *op = nullptr;
   Value xv, w;             // x and the weight operand as written
   bool transposed = false; // w is Wᵀ ([N, K])
-  int64_t start = -1, end = -1;
+  int64_t start = -1, end = -1, step = 1;
   // A routed expert's projection: w is the experts' constant [E, N, K]
-  // (nn.Linear's layout per expert) and `expert` the expert index, a
-  // scalar (the eager loop) or [R, 1] (batched_mm's GatherND indices).
-  Value expert;
+  // (nn.Linear's layout per expert; [E, K, N] when `inOut`, GPT-OSS's),
+  // `expert` the expert index, a scalar (the eager loop) or [R, 1]
+  // (batched_mm's GatherND indices), `bias` the experts' constant [E, N]
+  // read by the same index (or null).
+  Value expert, bias;
+  bool inOut = false;
   Operation *gather = nullptr; // the Gather/GatherND that reads `expert`
   explicit operator bool() const { return op; }
   Value x() const { return xv; }
   int64_t width() const {
-    return expert ? shapeOf(w)[1] : shapeOf(w)[transposed ? 0 : 1];
+    if (expert)
+      return shapeOf(w)[inOut ? 2 : 1];
+    return shapeOf(w)[transposed ? 0 : 1];
   }
   int64_t inner() const {
-    return expert ? shapeOf(w)[2] : shapeOf(w)[transposed ? 1 : 0];
+    if (expert)
+      return shapeOf(w)[inOut ? 1 : 2];
+    return shapeOf(w)[transposed ? 1 : 0];
   }
-  int64_t cols() const { return start >= 0 ? end - start : width(); }
-  /// The [K, N] weight, transposed and sliced at compile time as needed;
-  /// for an expert's projection the experts' [E, N', K] rows [start, end).
-  Value weight(PatternRewriter &rewriter, Location loc) const {
-    Value m = transposed && !expert ? transpose(rewriter, loc, w, {1, 0}) : w;
+  int64_t cols() const {
+    return start >= 0 ? (end - start + step - 1) / step : width();
+  }
+  static Value i64(PatternRewriter &rewriter, Location loc, int64_t v) {
+    auto t = RankedTensorType::get({1}, rewriter.getI64Type());
+    return onnx::ConstantOp::create(rewriter, loc,
+                                    DenseIntElementsAttr::get(t, {v}));
+  }
+  /// Columns [start, end) by `step` of a constant along `axis`.
+  Value columns(PatternRewriter &rewriter, Location loc, Value m,
+                int64_t axis) const {
     if (start < 0)
       return m;
-    auto i64 = [&](int64_t v) -> Value {
-      auto t = RankedTensorType::get({1}, rewriter.getI64Type());
-      return onnx::ConstantOp::create(rewriter, loc,
-                                      DenseIntElementsAttr::get(t, {v}));
-    };
-    Value none = onnx::NoValueOp::create(rewriter, loc);
     return createOnnx(rewriter, loc, "Slice",
-                      {m, i64(start), i64(end), i64(1), none});
+                      {m, i64(rewriter, loc, start), i64(rewriter, loc, end),
+                       i64(rewriter, loc, axis), i64(rewriter, loc, step)});
+  }
+  /// The [K, N] weight, transposed and sliced at compile time as needed;
+  /// for an expert's projection the experts' [E, N', K].
+  Value weight(PatternRewriter &rewriter, Location loc) const {
+    if (expert) {
+      Value m = columns(rewriter, loc, w, inOut ? 2 : 1);
+      return inOut ? transpose(rewriter, loc, m, {0, 2, 1}) : m;
+    }
+    Value m = transposed ? transpose(rewriter, loc, w, {1, 0}) : w;
+    return columns(rewriter, loc, m, 1);
+  }
+  /// An expert's bias columns [E, N'], or null.
+  Value biasColumns(PatternRewriter &rewriter, Location loc) const {
+    return bias ? columns(rewriter, loc, bias, 1) : Value();
   }
 };
 
@@ -69,38 +91,116 @@ bool isOneAxis(Value axes, int64_t axis, int64_t rank) {
   return a && a->size() == 1 && ((*a)[0] == axis || (*a)[0] + rank == axis);
 }
 
+/// v without Squeeze(Unsqueeze(z, [a]), [a]) pairs (no-ops the dynamo
+/// exporter leaves around batched matmuls).
+Value stripUnsqueezeSqueeze(Value v) {
+  while (auto sq = def<onnx::SqueezeOp>(v)) {
+    auto un = def<onnx::UnsqueezeOp>(sq.getData());
+    auto a = un ? onnx::getConstantInts(un.getAxes()) : std::nullopt;
+    auto b = onnx::getConstantInts(sq.getAxes());
+    int64_t r = shapeOf(sq.getData()).size();
+    if (!a || !b || a->size() != 1 || b->size() != 1 ||
+        ((*a)[0] + r) % r != ((*b)[0] + r) % r)
+      return v;
+    v = un.getData();
+  }
+  return v;
+}
+
+/// GatherND(C, idx) of a constant C of rank `rank` by idx [R, 1]
+/// (batch_dims 0): the op, or null.
+onnx::GatherNDOp expertGatherND(Value v, int64_t rank) {
+  auto g = def<onnx::GatherNDOp>(v);
+  if (!g || g.getBatchDims() != 0 || !isConstant(g.getData()) ||
+      (int64_t)shapeOf(g.getData()).size() != rank ||
+      shapeOf(g.getIndices()).size() != 2 || shapeOf(g.getIndices())[1] != 1)
+    return {};
+  return g;
+}
+
+/// Gather(C, e, axis 0) of a constant C of rank `rank` by a scalar e: the
+/// op, or null.
+onnx::GatherOp expertGather(Value v, int64_t rank) {
+  auto g = def<onnx::GatherOp>(v);
+  if (!g || g.getAxis() != 0 || !isConstant(g.getData()) ||
+      (int64_t)shapeOf(g.getData()).size() != rank ||
+      shapeOf(g.getIndices()).size() != 0)
+    return {};
+  return g;
+}
+
 /// A routed expert's projection, as the exporters write transformers'
 /// experts (W the experts' constant [E, N, K]):
-///   the eager loop: MatMul(x, Transpose(Gather(W, e, axis 0))), e a scalar;
+///   the eager loop: MatMul(x, Transpose(Gather(W, e, axis 0))), e a scalar
+///     (GPT-OSS: MatMul(x, Gather(W, e)) with W [E, K, N], + Gather(B, e));
 ///   batched_mm: Squeeze(MatMul(GatherND(W, idx), Unsqueeze(x, -1)), -1),
-///     idx [R, 1] (batch_dims 0): row r with expert idx[r].
+///     idx [R, 1] (batch_dims 0): row r with expert idx[r];
+///   GPT-OSS (W [E, K, N], bias B [E, N]):
+///     Squeeze(MatMul(Unsqueeze(x, 1), GatherND(W, idx)), 1) + GatherND(B,
+///     idx).
 Proj expertProjection(Value v) {
   Proj p;
-  if (auto mm = def<onnx::MatMulOp>(v)) {
-    auto tr = def<onnx::TransposeOp>(mm.getB());
-    auto g = tr ? def<onnx::GatherOp>(tr.getData()) : onnx::GatherOp();
-    if (!g || permutationOf(tr) != SmallVector<int64_t>{1, 0} ||
-        g.getAxis() != 0 || !isConstant(g.getData()) ||
-        shapeOf(g.getData()).size() != 3 ||
-        shapeOf(g.getIndices()).size() != 0 || shapeOf(mm.getA()).size() != 2)
+  v = stripUnsqueezeSqueeze(v);
+  // The experts' bias, read by the same index: Gather (eager) or GatherND.
+  Operation *bias = nullptr;
+  if (auto add = def<onnx::AddOp>(v)) {
+    for (auto [b, rest] : {std::pair(add.getB(), add.getA()),
+                           std::pair(add.getA(), add.getB())}) {
+      if (auto g = expertGatherND(b, 2))
+        bias = g;
+      else if (auto g = expertGather(b, 2))
+        bias = g;
+      if (bias) {
+        v = stripUnsqueezeSqueeze(rest);
+        break;
+      }
+    }
+    if (!bias)
       return p;
-    p.op = mm, p.xv = mm.getA(), p.w = g.getData(), p.expert = g.getIndices();
-    p.gather = g;
-    return p;
   }
-  auto sq = def<onnx::SqueezeOp>(v);
-  auto mm = sq ? def<onnx::MatMulOp>(sq.getData()) : onnx::MatMulOp();
-  if (!mm || !isOneAxis(sq.getAxes(), 2, 3))
-    return p;
-  auto g = def<onnx::GatherNDOp>(mm.getA());
-  auto un = def<onnx::UnsqueezeOp>(mm.getB());
-  if (!g || !un || g.getBatchDims() != 0 || !isConstant(g.getData()) ||
-      shapeOf(g.getData()).size() != 3 || shapeOf(g.getIndices()).size() != 2 ||
-      shapeOf(g.getIndices())[1] != 1 || shapeOf(un.getData()).size() != 2 ||
-      !isOneAxis(un.getAxes(), 2, 3))
-    return p;
-  p.op = mm, p.xv = un.getData(), p.w = g.getData(), p.expert = g.getIndices();
-  p.gather = g;
+  if (auto em = def<onnx::MatMulOp>(v)) {
+    // The eager loop: x · W[e]ᵀ (Transpose of W [E, N, K]) or x · W[e]
+    // (W [E, K, N], GPT-OSS).
+    Value b = em.getB();
+    auto tr = def<onnx::TransposeOp>(b);
+    if (tr && permutationOf(tr) != SmallVector<int64_t>{1, 0})
+      return p;
+    auto g = expertGather(tr ? tr.getData() : b, 3);
+    if (!g || shapeOf(em.getA()).size() != 2)
+      return p;
+    p.op = em, p.xv = em.getA(), p.w = g.getData(), p.gather = g;
+    p.expert = g.getIndices(), p.inOut = !tr;
+  } else {
+    auto sq = def<onnx::SqueezeOp>(v);
+    auto mm = sq ? def<onnx::MatMulOp>(sq.getData()) : onnx::MatMulOp();
+    if (!mm)
+      return p;
+    if (isOneAxis(sq.getAxes(), 2, 3)) { // W rows · x column
+      auto g = expertGatherND(mm.getA(), 3);
+      auto un = def<onnx::UnsqueezeOp>(mm.getB());
+      if (!g || !un || shapeOf(un.getData()).size() != 2 ||
+          !isOneAxis(un.getAxes(), 2, 3))
+        return p;
+      p.op = mm, p.xv = un.getData(), p.w = g.getData(), p.gather = g;
+      p.expert = g.getIndices();
+    } else if (isOneAxis(sq.getAxes(), 1, 3)) { // x row · W [K, N]
+      auto g = expertGatherND(mm.getB(), 3);
+      auto un = def<onnx::UnsqueezeOp>(mm.getA());
+      if (!g || !un || shapeOf(un.getData()).size() != 2 ||
+          !isOneAxis(un.getAxes(), 1, 3))
+        return p;
+      p.op = mm, p.xv = un.getData(), p.w = g.getData(), p.gather = g;
+      p.expert = g.getIndices(), p.inOut = true;
+    } else {
+      return p;
+    }
+  }
+  if (bias) {
+    if (bias->getOperand(1) != p.expert ||
+        shapeOf(bias->getOperand(0))[1] != p.width())
+      return Proj();
+    p.bias = bias->getOperand(0);
+  }
   return p;
 }
 
@@ -111,22 +211,26 @@ Proj projection(Value v) {
     auto ends = onnx::getConstantInts(sl.getEnds());
     auto axes = onnx::getConstantInts(sl.getAxes());
     int64_t rank = shapeOf(v).size();
-    bool unitSteps = isa<NoneType>(sl.getSteps().getType());
-    if (!unitSteps)
-      if (auto st = onnx::getConstantInts(sl.getSteps()))
-        unitSteps = st->size() == 1 && (*st)[0] == 1;
+    int64_t step = 1;
+    if (!isa<NoneType>(sl.getSteps().getType())) {
+      auto st = onnx::getConstantInts(sl.getSteps());
+      if (!st || st->size() != 1 || (*st)[0] < 1)
+        return p;
+      step = (*st)[0];
+    }
     if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 ||
-        axes->size() != 1 || !unitSteps ||
-        ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+        axes->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
       return p;
     Proj inner = projection(sl.getData());
-    if (!inner || inner.start >= 0)
+    // Strided columns (GPT-OSS's interleaved gate and up) only of an
+    // expert's projection.
+    if (!inner || inner.start >= 0 || (step != 1 && !inner.expert))
       return p;
     int64_t n = inner.width();
     int64_t a = (*starts)[0], b = std::min((*ends)[0], n);
     if (a < 0 || a >= b || n == ShapedType::kDynamic)
       return p;
-    inner.start = a, inner.end = b;
+    inner.start = a, inner.end = b, inner.step = step;
     return inner;
   }
   if (auto sp = def<onnx::SplitOp>(v)) {
@@ -265,14 +369,25 @@ Value tanhTerm(Value v) {
 
 /// Replaces `op` (the product) by gated.glu act(x·W) ⊙ (x·V), when both
 /// projections read one x and have one width.
+/// GPT-OSS's variant of the experts' SwiGLU (see gated.expert_glu).
+struct ClampedSwiGlu {
+  double alpha = 1.0;
+  std::optional<double> limit;
+  double upOffset = 0.0;
+};
+
 LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
-                           Proj &v, gated::GluActivation act) {
+                           Proj &v, gated::GluActivation act,
+                           const ClampedSwiGlu &clamp = {}) {
   if (w.x() != v.x() || w.cols() != v.cols() || w.inner() != v.inner() ||
-      w.expert != v.expert)
+      w.expert != v.expert || w.inOut != v.inOut || !w.bias != !v.bias)
     return failure();
   SmallVector<Operation *> matched;
-  collectMatched(op->getResult(0), {w.x(), w.w, v.w, w.expert ? w.expert : w.w},
-                 matched);
+  SmallVector<Value> stops = {w.x(), w.w, v.w};
+  for (Value s : {w.expert, w.bias, v.bias})
+    if (s)
+      stops.push_back(s);
+  collectMatched(op->getResult(0), stops, matched);
   Location loc = fuseLocs(rewriter.getContext(), matched);
   if (w.expert) {
     // Routed experts: gated.expert_glu, the expert per row ([R]) or one
@@ -287,13 +402,18 @@ LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
       e = createOnnx(rewriter, loc, "Squeeze", {e, axes});
     }
     Value ww = w.weight(rewriter, loc), vw = v.weight(rewriter, loc);
+    Value wb = w.biasColumns(rewriter, loc), vb = v.biasColumns(rewriter, loc);
     auto glu = gated::ExpertGluOp::create(
-        rewriter, loc, op->getResult(0).getType(), w.x(), ww, vw, e, act);
+        rewriter, loc, op->getResult(0).getType(), w.x(), ww, vw, e, wb, vb,
+        gated::GluActivationAttr::get(rewriter.getContext(), act),
+        rewriter.getF32FloatAttr(clamp.alpha),
+        clamp.limit ? rewriter.getF32FloatAttr(*clamp.limit) : FloatAttr(),
+        rewriter.getF32FloatAttr(clamp.upOffset));
     if (!verifiesQuietly(glu)) {
       // Leave the IR as found (or the greedy driver never converges).
       rewriter.eraseOp(glu);
-      for (Value made : {vw, ww, e})
-        if (Operation *d = made.getDefiningOp();
+      for (Value made : {vb, wb, vw, ww, e})
+        if (Operation *d = made ? made.getDefiningOp() : nullptr;
             d && made != w.expert && made != w.w && d->use_empty())
           rewriter.eraseOp(d);
       return failure();
@@ -301,6 +421,8 @@ LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
     rewriter.replaceOp(op, glu.getResult());
     return success();
   }
+  if (w.bias || v.bias || w.step != 1 || v.step != 1)
+    return failure();
   auto glu = gated::GluOp::create(rewriter, loc, op->getResult(0).getType(),
                                   w.x(), w.weight(rewriter, loc),
                                   v.weight(rewriter, loc), act);
@@ -400,6 +522,86 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
   }
 };
 
+/// v = Clip(z, min, max) with constant (or absent) bounds: z and the
+/// bounds (nullopt where absent); else v itself, unbounded.
+Value peelClip(Value v, std::optional<double> &lo, std::optional<double> &hi) {
+  lo.reset(), hi.reset();
+  auto c = def<onnx::ClipOp>(v);
+  if (!c)
+    return v;
+  bool noMin = isa<NoneType>(c.getMin().getType());
+  bool noMax = isa<NoneType>(c.getMax().getType());
+  if (!noMin && !(lo = scalarConstant(c.getMin())))
+    return {};
+  if (!noMax && !(hi = scalarConstant(c.getMax())))
+    return {};
+  return c.getInput();
+}
+
+/// GPT-OSS's experts' SwiGLU, as transformers writes it:
+///   a = min(gate, L); b = clamp(up, -L, L)
+///   (b + 1) · a·σ(α·a)          (α = 1.702, L = 7)
+/// over an expert's projections (gate and up interleaved: columns 0::2 and
+/// 1::2, with the experts' biases) to gated.expert_glu silu with alpha,
+/// limit and up_offset. The clamps are both present or both absent and
+/// must agree (one L).
+struct ClampedExpertSwiGlu : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (int side = 0; side < 2; ++side) {
+      auto add = def<onnx::AddOp>(op->getOperand(side));
+      auto g = def<onnx::MulOp>(op->getOperand(1 - side));
+      if (!add || !g)
+        continue;
+      // (b + c)
+      std::optional<double> offset = scalarConstant(add.getB());
+      Value bc = add.getA();
+      if (!offset)
+        offset = scalarConstant(add.getA()), bc = add.getB();
+      if (!offset)
+        continue;
+      // a · σ(α·a)
+      Value ac;
+      std::optional<double> alpha;
+      for (int gs = 0; gs < 2 && !alpha; ++gs) {
+        auto sig = def<onnx::SigmoidOp>(g->getOperand(1 - gs));
+        Value a = g->getOperand(gs);
+        if (!sig)
+          continue;
+        if (auto m = def<onnx::MulOp>(sig.getX())) {
+          if (m.getA() == a)
+            alpha = scalarConstant(m.getB());
+          else if (m.getB() == a)
+            alpha = scalarConstant(m.getA());
+        } else if (sig.getX() == a) {
+          alpha = 1.0;
+        }
+        if (alpha)
+          ac = a;
+      }
+      if (!alpha)
+        continue;
+      std::optional<double> alo, ahi, blo, bhi;
+      Value a = peelClip(ac, alo, ahi), b = peelClip(bc, blo, bhi);
+      if (!a || !b || alo)
+        continue;
+      std::optional<double> limit = ahi;
+      if (limit ? (!blo || !bhi || *bhi != *limit || *blo != -*limit)
+                : (blo || bhi))
+        continue;
+      Proj w = projection(a), v = projection(b);
+      if (!w || !v || !w.expert)
+        continue;
+      ClampedSwiGlu clamp{*alpha, limit, *offset};
+      if (succeeded(replaceByGlu(rewriter, op, w, v, gated::GluActivation::silu,
+                                 clamp)))
+        return success();
+    }
+    return failure();
+  }
+};
+
 /// ONNX SwiGLU-28 of two projections of one x, alpha = 1: A = x·W is the
 /// gate, B = x·V the value.
 struct SwiGluPattern : OpRewritePattern<onnx::SwiGLUOp> {
@@ -419,7 +621,7 @@ struct SwiGluPattern : OpRewritePattern<onnx::SwiGLUOp> {
 struct RaiseGluPass : gated::impl::RaiseGluBase<RaiseGluPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GluPattern, SwiGluPattern>(&getContext());
+    patterns.add<GluPattern, SwiGluPattern, ClampedExpertSwiGlu>(&getContext());
     // Not converging within the driver's iterations is no error (as in
     // upstream canonicalize): every rewrite left valid IR. Failing here
     // failed the compile without a message.

@@ -64,18 +64,20 @@ EXPECT = {
     "gemma3": (2, 0, GEGLU2),
     # MoE: one router per layer (gated.router), and for Qwen3-Next the shared
     # expert's SwiGLU and its per-token sigmoid gate (gated.gate
-    # shared_expert). The routed experts' SwiGLU is gated.expert_glu (see
-    # expert_glu_steps); GPT-OSS's clamped SwiGLU (alpha 1.702, interleaved
-    # columns, biases) is not raised, so its report has no experts' GLU.
-    # GPT-OSS's attention has sinks (gated.attention sinks(...)).
+    # shared_expert). The routed experts' GLU is gated.expert_glu (see
+    # EXPERT_GLU and expert_glu_steps). GPT-OSS's attention has sinks
+    # (gated.attention sinks(...)).
     "qwen3_moe": (2, 0, {ROUTER: 2}),
     "qwen3_next": (2, 2, {"FFN (SwiGLU)": 2, "G1 (attention output)": 2, ROUTER: 2,
                           "shared expert (MoE)": 2}),
     "gpt_oss": (2, 0, {ROUTER: 2}),
 }
 
-# Architectures whose routed experts' SwiGLU is raised (gated.expert_glu).
-EXPERT_GLU = {"qwen3_moe", "qwen3_next"}
+# Architectures with routed experts -> the report's kind of their GLU
+# (gated.expert_glu; GPT-OSS's clamped SwiGLU: alpha 1.702, limit 7, up + 1,
+# interleaved gate/up columns, biases).
+EXPERT_GLU = {"qwen3_moe": "MoE experts (SwiGLU)", "qwen3_next": "MoE experts (SwiGLU)",
+              "gpt_oss": "MoE experts (SwiGLU, clamped)"}
 
 
 def expert_glu_steps(model, name, layers):
@@ -88,7 +90,8 @@ def expert_glu_steps(model, name, layers):
         return layers
     import onnx
     graph = onnx.load(model, load_external_data=False).graph
-    weights = {i.name for i in graph.initializer if "experts.gate_up_proj" in i.name}
+    weights = {i.name for i in graph.initializer
+               if i.name.endswith("experts.gate_up_proj")}
     return sum(1 for n in graph.node
                if n.op_type == "Gather" and n.input and n.input[0] in weights)
 
@@ -230,7 +233,7 @@ def check(model, args, work):
     want_attn, want_g1, want_gates = EXPECT[arch]
     if arch in EXPERT_GLU:
         want_gates = {**want_gates,
-                      "MoE experts (SwiGLU)": expert_glu_steps(model, name, want_attn)}
+                      EXPERT_GLU[arch]: expert_glu_steps(model, name, want_attn)}
     if r["attention"] != want_attn:
         r["problems"].append(f"{r['attention']} gated.attention, want {want_attn}")
     if r["flash"] != want_attn:

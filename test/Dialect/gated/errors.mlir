@@ -193,3 +193,19 @@ func.func @expert_glu_result(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: te
   %y = gated.expert_glu silu %x, %w, %w, %e : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<i64> -> tensor<5x8xf32>
   return %y : tensor<5x8xf32>
 }
+
+// -----
+
+func.func @expert_glu_one_bias(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: tensor<i64>, %b: tensor<4x12xf32>) -> tensor<5x12xf32> {
+  // expected-error @+1 {{'gated.expert_glu' op biases must be [E, F] = [4, 12]}}
+  %y = gated.expert_glu silu %x, %w, %w, %e bias(%b, %w : tensor<4x12xf32>, tensor<4x12x8xf32>) : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<i64> -> tensor<5x12xf32>
+  return %y : tensor<5x12xf32>
+}
+
+// -----
+
+func.func @expert_glu_alpha(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: tensor<i64>) -> tensor<5x12xf32> {
+  // expected-error @+1 {{'gated.expert_glu' op alpha scales only silu's sigmoid}}
+  %y = gated.expert_glu gelu %x, %w, %w, %e {alpha = 2.0 : f32} : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<i64> -> tensor<5x12xf32>
+  return %y : tensor<5x12xf32>
+}

@@ -15,6 +15,16 @@ usage: make_expert_glu_models.py OUTDIR
                 expert e (a scalar input) for all rows, MatMul(x,
                 Transpose(Gather(gate_up, e))), Slice halves, silu(a)·b.
                 Cases: e2 (e = 2, 5 rows), last (e = -1, 3 rows), oob (e = 7)
+  oss.onnx      GPT-OSS's clamped SwiGLU as the dynamo export writes its
+                batched experts: x as a row times GatherND of gate_up
+                [E, D, 2F] (in, out), plus GatherND of its bias [E, 2F], the
+                gate and up interleaved (columns 0::2 and 1::2), gate =
+                min(gate, 7), up = clamp(up, -7, 7), (up + 1)·gate·σ(1.702·
+                gate). Weights large enough that the clamps bite. Cases:
+                rows (50 rows), one (1 row)
+  oss_eager.onnx  the same for one step of the eager loop (TorchScript):
+                MatMul(x, Gather(gate_up, e)) + Gather(bias, e). Case: e1
+                (e = 1, 7 rows)
   <model>_<case>_in<k>.npy, <model>_<case>_ref<k>.npy
 """
 import os
@@ -92,3 +102,51 @@ save("eager", nodes,
      [("e2", [x(5), np.array(2, np.int64)], True),
       ("last", [x(3), np.array(-1, np.int64)], True),
       ("oob", [x(3), np.array(7, np.int64)], False)], opset=17)
+
+# GPT-OSS: gate_up [E, D, 2F] (in, out) with a bias, interleaved columns.
+oss_w = numpy_helper.from_array(
+    (rng.standard_normal((E, D, 2 * F)) * 1.5).astype(np.float32), "experts.gate_up_proj")
+oss_b = numpy_helper.from_array(
+    rng.standard_normal((E, 2 * F)).astype(np.float32), "experts.gate_up_proj_bias")
+consts = [i64("ax1", [1]), i64("s0", [0]), i64("s1", [1]), i64("big", [2 * F]),
+          i64("st2", [2]),
+          numpy_helper.from_array(np.array(7.0, np.float32), "lim"),
+          numpy_helper.from_array(np.array(-7.0, np.float32), "nlim"),
+          numpy_helper.from_array(np.array(1.702, np.float32), "alpha"),
+          numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+
+
+def oss_tail(nodes):
+    nodes += [helper.make_node("Slice", ["p", "s0", "big", "ax1", "st2"], ["ga"]),
+              helper.make_node("Slice", ["p", "s1", "big", "ax1", "st2"], ["up"]),
+              helper.make_node("Clip", ["ga", "", "lim"], ["gc"]),
+              helper.make_node("Clip", ["up", "nlim", "lim"], ["uc"]),
+              helper.make_node("Mul", ["gc", "alpha"], ["ga2"]),
+              helper.make_node("Sigmoid", ["ga2"], ["sg"]),
+              helper.make_node("Mul", ["gc", "sg"], ["glu"]),
+              helper.make_node("Add", ["uc", "one"], ["u1"]),
+              helper.make_node("Mul", ["u1", "glu"], ["y"])]
+
+
+nodes = [helper.make_node("GatherND", ["experts.gate_up_proj", "idx"], ["w"]),
+         helper.make_node("GatherND", ["experts.gate_up_proj_bias", "idx"], ["bias"]),
+         helper.make_node("Unsqueeze", ["x", "ax1"], ["xr"]),
+         helper.make_node("MatMul", ["xr", "w"], ["p3"]),
+         helper.make_node("Squeeze", ["p3", "ax1"], ["pm"]),
+         helper.make_node("Add", ["pm", "bias"], ["p"])]
+oss_tail(nodes)
+save("oss", nodes,
+     [vi("x", TP.FLOAT, ["r", D]), vi("idx", TP.INT64, ["r", 1])],
+     [vi("y", TP.FLOAT, ["r", F])], [oss_w, oss_b] + consts,
+     [("rows", [x(50), rng.integers(0, E, (50, 1)).astype(np.int64)], True),
+      ("one", [x(1), np.array([[2]], np.int64)], True)], opset=18)
+
+nodes = [helper.make_node("Gather", ["experts.gate_up_proj", "e"], ["w"], axis=0),
+         helper.make_node("Gather", ["experts.gate_up_proj_bias", "e"], ["bias"], axis=0),
+         helper.make_node("MatMul", ["x", "w"], ["pm"]),
+         helper.make_node("Add", ["pm", "bias"], ["p"])]
+oss_tail(nodes)
+save("oss_eager", nodes,
+     [vi("x", TP.FLOAT, ["r", D]), vi("e", TP.INT64, [])],
+     [vi("y", TP.FLOAT, ["r", F])], [oss_w, oss_b] + consts,
+     [("e1", [x(7), np.array(1, np.int64)], True)], opset=17)

@@ -192,3 +192,77 @@ func.func @expert_glu_not_constant(%x: tensor<?x8xf32>, %e: tensor<i64>, %w: ten
   %y = "onnx.Mul"(%a, %b0) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
   return %y : tensor<?x6xf32>
 }
+
+// -----
+
+// GPT-OSS's experts (dynamo, batched): x as a row times the experts'
+// [E, D, 2F] (in, out) gathered per row, plus their bias, gate and up
+// interleaved (columns 0::2, 1::2), min(gate, 7), clamp(up, -7, 7),
+// (up + 1)·gate·σ(1.702·gate). The weights become [E, F, D] (columns
+// 0::2 / 1::2, transposed at compile time), the biases [E, F].
+// CHECK-LABEL: func.func @expert_glu_gpt_oss
+// CHECK: gated.expert_glu silu %arg0, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>) {alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, up_offset = 1.000000e+00 : f32} : tensor<?x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<?xi64> -> tensor<?x3xf32>
+// CHECK-NOT: onnx.Clip
+func.func @expert_glu_gpt_oss(%x: tensor<?x8xf32>, %idx: tensor<?x1xi64>) -> tensor<?x3xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<4x8x6xf32>
+  %bw = onnx.Constant dense<0.2> : tensor<4x6xf32>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %s0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %big = onnx.Constant dense<[6]> : tensor<1xi64>
+  %st = onnx.Constant dense<[2]> : tensor<1xi64>
+  %lim = onnx.Constant dense<7.0> : tensor<f32>
+  %nlim = onnx.Constant dense<-7.0> : tensor<f32>
+  %alpha = onnx.Constant dense<1.702> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %n = "onnx.NoValue"() {value} : () -> none
+  %g = "onnx.GatherND"(%w, %idx) {batch_dims = 0 : i64} : (tensor<4x8x6xf32>, tensor<?x1xi64>) -> tensor<?x8x6xf32>
+  %gb = "onnx.GatherND"(%bw, %idx) {batch_dims = 0 : i64} : (tensor<4x6xf32>, tensor<?x1xi64>) -> tensor<?x6xf32>
+  %xr = "onnx.Unsqueeze"(%x, %ax1) : (tensor<?x8xf32>, tensor<1xi64>) -> tensor<?x1x8xf32>
+  %p3 = "onnx.MatMul"(%xr, %g) : (tensor<?x1x8xf32>, tensor<?x8x6xf32>) -> tensor<?x1x6xf32>
+  %pm = "onnx.Squeeze"(%p3, %ax1) : (tensor<?x1x6xf32>, tensor<1xi64>) -> tensor<?x6xf32>
+  %p = "onnx.Add"(%pm, %gb) : (tensor<?x6xf32>, tensor<?x6xf32>) -> tensor<?x6xf32>
+  %ga = "onnx.Slice"(%p, %s0, %big, %ax1, %st) : (tensor<?x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3xf32>
+  %up = "onnx.Slice"(%p, %s1, %big, %ax1, %st) : (tensor<?x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3xf32>
+  %gc = "onnx.Clip"(%ga, %n, %lim) : (tensor<?x3xf32>, none, tensor<f32>) -> tensor<?x3xf32>
+  %uc = "onnx.Clip"(%up, %nlim, %lim) : (tensor<?x3xf32>, tensor<f32>, tensor<f32>) -> tensor<?x3xf32>
+  %ga2 = "onnx.Mul"(%gc, %alpha) : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x3xf32>
+  %sg = "onnx.Sigmoid"(%ga2) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  %glu = "onnx.Mul"(%gc, %sg) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %u1 = "onnx.Add"(%uc, %one) : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x3xf32>
+  %y = "onnx.Mul"(%u1, %glu) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %y : tensor<?x3xf32>
+}
+
+// -----
+
+// The clamps disagree (gate at 7, up at ±5): no one limit, not raised.
+// CHECK-LABEL: func.func @expert_glu_limits_differ
+// CHECK-NOT: gated.expert_glu
+// CHECK: onnx.Clip
+func.func @expert_glu_limits_differ(%x: tensor<?x8xf32>, %e: tensor<i64>) -> tensor<?x3xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<4x8x6xf32>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %s0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %big = onnx.Constant dense<[6]> : tensor<1xi64>
+  %st = onnx.Constant dense<[2]> : tensor<1xi64>
+  %lim = onnx.Constant dense<7.0> : tensor<f32>
+  %ulim = onnx.Constant dense<5.0> : tensor<f32>
+  %nulim = onnx.Constant dense<-5.0> : tensor<f32>
+  %alpha = onnx.Constant dense<1.702> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %n = "onnx.NoValue"() {value} : () -> none
+  %we = "onnx.Gather"(%w, %e) {axis = 0 : i64} : (tensor<4x8x6xf32>, tensor<i64>) -> tensor<8x6xf32>
+  %p = "onnx.MatMul"(%x, %we) : (tensor<?x8xf32>, tensor<8x6xf32>) -> tensor<?x6xf32>
+  %ga = "onnx.Slice"(%p, %s0, %big, %ax1, %st) : (tensor<?x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3xf32>
+  %up = "onnx.Slice"(%p, %s1, %big, %ax1, %st) : (tensor<?x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3xf32>
+  %gc = "onnx.Clip"(%ga, %n, %lim) : (tensor<?x3xf32>, none, tensor<f32>) -> tensor<?x3xf32>
+  %uc = "onnx.Clip"(%up, %nulim, %ulim) : (tensor<?x3xf32>, tensor<f32>, tensor<f32>) -> tensor<?x3xf32>
+  %ga2 = "onnx.Mul"(%gc, %alpha) : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x3xf32>
+  %sg = "onnx.Sigmoid"(%ga2) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  %glu = "onnx.Mul"(%gc, %sg) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %u1 = "onnx.Add"(%uc, %one) : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x3xf32>
+  %y = "onnx.Mul"(%u1, %glu) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %y : tensor<?x3xf32>
+}
