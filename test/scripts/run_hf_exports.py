@@ -130,6 +130,21 @@ def first_error(p):
     return (p.stderr or p.stdout).strip().splitlines()[-1][:200] if (p.stderr or p.stdout) else "failed"
 
 
+def ran_as_expected(r, name, case, p):
+    """Whether the run of `case` gave outputs to compare: records in r a
+    wrong exit, or the wrong error where EXPECT_RUN_ERROR wants one."""
+    want_error = EXPECT_RUN_ERROR.get((name, case))
+    if want_error:
+        if p.returncode != 1 or want_error not in p.stderr:
+            r["problems"].append(f"run {case}: want the error '{want_error}', "
+                                 f"got exit {p.returncode}: " + first_error(p))
+        return False
+    if p.returncode != 0:
+        r["problems"].append(f"run {case}: " + first_error(p))
+        return False
+    return True
+
+
 def run_decode(args, so, name, arch, work, r):
     """The decode cases: every output (logits, present keys and values)
     against PyTorch's, scaled as the logits are; returns the max error."""
@@ -148,14 +163,7 @@ def run_decode(args, so, name, arch, work, r):
                 np.save(path, data[k])
                 cmd.append(f"--input={k}=@{path}")
         p, _ = run(cmd)
-        want_error = EXPECT_RUN_ERROR.get((name, case))
-        if want_error:
-            if p.returncode != 1 or want_error not in p.stderr:
-                r["problems"].append(f"run {case}: want the error '{want_error}', "
-                                     f"got exit {p.returncode}: " + first_error(p))
-            continue
-        if p.returncode != 0:
-            r["problems"].append(f"run {case}: " + first_error(p))
+        if not ran_as_expected(r, name, case, p):
             continue
         for n, path in outs.items():
             ref, got = data["expected." + n], np.load(path)
@@ -210,14 +218,7 @@ def check(model, args, work):
         out = os.path.join(work, f"{name}_{case}_out.npy")
         p, _ = run([args.gatec_run, so, "--input=@" + ids, "--input=@" + mask,
                     "--output=@" + out])
-        want_error = EXPECT_RUN_ERROR.get((name, case))
-        if want_error:
-            if p.returncode != 1 or want_error not in p.stderr:
-                r["problems"].append(f"run {case}: want the error '{want_error}', "
-                                     f"got exit {p.returncode}: " + first_error(p))
-            continue
-        if p.returncode != 0:
-            r["problems"].append(f"run {case}: " + first_error(p))
+        if not ran_as_expected(r, name, case, p):
             continue
         ref = np.load(os.path.join(HF, f"{arch}_{case}_logits.npy"))
         got = np.load(out)
