@@ -146,7 +146,8 @@ def Gated_ExpertGluOp : Gated_Op<"expert_glu", [AttrSizedOperandSegments]> {
   let description = [{
       a[r, f] = Σ_d x[r, d]·w[e_r, f, d] (+ w_bias[e_r, f])
       b[r, f] = Σ_d x[r, d]·v[e_r, f, d] (+ v_bias[e_r, f])
-      with limit L:  a = min(a, L),  b = clamp(b, -L, L)
+      with limit L:  a = clamp(a, -FLT_MAX, L),  b = clamp(b, -L, L)
+                     (a's lower bound: ONNX Clip's default min, lowest())
       result[r, f] = act(a) · (b + up_offset)
       e_r = expert[r]            (expert [R]: one expert per row)
       e_r = expert               (expert a scalar: one expert for all rows)

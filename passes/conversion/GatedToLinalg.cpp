@@ -559,7 +559,10 @@ LogicalResult lower(gated::ExpertGluOp op, OpBuilder &b) {
                     tensor::ExtractOp::create(nb, nl, vb, ValueRange{e, fi})));
         }
         if (limit) {
-          ga = arith::MinimumFOp::create(nb, nl, ga, l.cst(nb, *limit));
+          // min(a, L) as ONNX Clip with no min: -inf becomes -FLT_MAX.
+          ga = arith::MaximumFOp::create(
+              nb, nl, arith::MinimumFOp::create(nb, nl, ga, l.cst(nb, *limit)),
+              l.cst(nb, -3.4028234663852886e38));
           gb = arith::MaximumFOp::create(
               nb, nl, arith::MinimumFOp::create(nb, nl, gb, l.cst(nb, *limit)),
               l.cst(nb, -*limit));

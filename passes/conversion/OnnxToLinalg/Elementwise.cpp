@@ -480,10 +480,23 @@ LogicalResult lower(onnx::ClipOp op, Lowerer &l) {
   return l.done(
       l.elementwise(t, ins, [&](ImplicitLocOpBuilder &b, ValueRange a) {
         Value x = a[0];
+        // An absent bound is the type's lowest / largest value (the spec's
+        // numeric_limits defaults): for floats ±inf become ±FLT_MAX.
+        auto largest = [&](bool negative) -> Value {
+          auto ft = cast<FloatType>(x.getType());
+          return arith::ConstantOp::create(
+              b, FloatAttr::get(ft, APFloat::getLargest(ft.getFloatSemantics(),
+                                                        negative)));
+        };
+        bool isFloat = isa<FloatType>(x.getType());
         if (hasMin)
           x = maxOf(b, x, a[1]);
+        else if (isFloat)
+          x = maxOf(b, x, largest(true));
         if (hasMax)
           x = minOf(b, x, a.back());
+        else if (isFloat)
+          x = minOf(b, x, largest(false));
         return x;
       }));
 }

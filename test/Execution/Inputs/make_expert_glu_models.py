@@ -21,7 +21,8 @@ usage: make_expert_glu_models.py OUTDIR
                 gate and up interleaved (columns 0::2 and 1::2), gate =
                 min(gate, 7), up = clamp(up, -7, 7), (up + 1)·gate·σ(1.702·
                 gate). Weights large enough that the clamps bite. Cases:
-                rows (50 rows), one (1 row)
+                rows (50 rows), one (1 row), inf (±inf in x: Clip's absent
+                min is lowest(), so a -inf gate gives 0, not NaN)
   oss_eager.onnx  the same for one step of the eager loop (TorchScript):
                 MatMul(x, Gather(gate_up, e)) + Gather(bias, e). Case: e1
                 (e = 1, 7 rows)
@@ -128,6 +129,10 @@ def oss_tail(nodes):
               helper.make_node("Mul", ["u1", "glu"], ["y"])]
 
 
+# ±inf in x: a gate of -inf is clipped to -FLT_MAX by Clip's default min
+# (the output is then 0, not NaN).
+x_inf = x(4)
+x_inf[0, 0], x_inf[1, 3], x_inf[2, 5] = np.inf, -np.inf, np.inf
 nodes = [helper.make_node("GatherND", ["experts.gate_up_proj", "idx"], ["w"]),
          helper.make_node("GatherND", ["experts.gate_up_proj_bias", "idx"], ["bias"]),
          helper.make_node("Unsqueeze", ["x", "ax1"], ["xr"]),
@@ -139,7 +144,8 @@ save("oss", nodes,
      [vi("x", TP.FLOAT, ["r", D]), vi("idx", TP.INT64, ["r", 1])],
      [vi("y", TP.FLOAT, ["r", F])], [oss_w, oss_b] + consts,
      [("rows", [x(50), rng.integers(0, E, (50, 1)).astype(np.int64)], True),
-      ("one", [x(1), np.array([[2]], np.int64)], True)], opset=18)
+      ("one", [x(1), np.array([[2]], np.int64)], True),
+      ("inf", [x_inf, np.array([[0], [1], [2], [3]], np.int64)], True)], opset=18)
 
 nodes = [helper.make_node("Gather", ["experts.gate_up_proj", "e"], ["w"], axis=0),
          helper.make_node("Gather", ["experts.gate_up_proj_bias", "e"], ["bias"], axis=0),
