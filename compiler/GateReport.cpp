@@ -247,6 +247,36 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                          : "top-k, then softmax";
       r.params = paramText(s, experts);
       r.value = biasText(s);
+    } else if (auto la = dyn_cast<gated::LinearAttentionOp>(op)) {
+      // The decay gate of linear attention (and the delta rule's β): a
+      // state S [Dk, Dv] per KV head multiplied by exp(g) at every token.
+      if (!la.getDecay() && !la.getBeta())
+        return;
+      auto d = la.getDecay()
+                   ? dyn_cast<RankedTensorType>(la.getDecay().getType())
+                   : RankedTensorType();
+      auto k = dyn_cast<RankedTensorType>(la.getKey().getType());
+      bool bshd = la.getBshd() && !la.getBshd()->empty();
+      int64_t heads = k ? k.getDimSize(bshd ? 2 : 1) : kDyn;
+      r.placement =
+          "decay (linear attention, " +
+          gated::stringifyLinearAttentionRule(la.getUpdateRule()).str() + ")";
+      r.granularity =
+          (heads == kDyn ? std::string("?") : std::to_string(heads)) +
+          " heads, " +
+          (!d                         ? "no decay"
+           : d.getShape().back() == 1 ? "a scalar per head and token"
+                                      : "per key channel and token");
+      r.activation = std::string(d ? "exp (log-space decay)" : "") +
+                     (d && la.getBeta() ? ", " : "") +
+                     (la.getBeta() ? "beta (update rate)" : "");
+      r.params = "computed";
+      auto ks = k ? k.getShape() : ArrayRef<int64_t>();
+      auto v = dyn_cast<RankedTensorType>(la.getValue().getType());
+      r.value = ks.size() == 4 && v && v.getRank() == 4
+                    ? "state " + std::to_string(ks.back()) + "x" +
+                          std::to_string(v.getShape().back()) + " per head"
+                    : "state per head";
     } else if (auto res = dyn_cast<gated::ResidualOp>(op)) {
       gated::ResidualKind k = res.getKind();
       if (k == gated::ResidualKind::add)

@@ -312,7 +312,10 @@ ElementsAttr TensorImporter::import(TensorProto &t, std::string &error) {
     data = ArrayRef<char>(typed.data(), typed.size());
   }
 
-  if (n <= inlineLimit) {
+  // Booleans are always inline: a DenseElementsAttr of i1 is bit-packed
+  // (smaller than the blob) and LLVM cannot translate an i1 resource (the
+  // dynamo exporter's triu masks of the chunked gated delta rule).
+  if (n <= inlineLimit || e.isInteger(1)) {
     if (e.isInteger(1)) {
       SmallVector<bool> bits;
       for (int64_t i = 0; i < n; ++i)

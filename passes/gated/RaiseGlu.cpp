@@ -482,8 +482,10 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
           break;
         }
       }
+      // act(x·W)·(x·V); x·W·σ(x·W) alone is SiLU, no gate (Mamba2's
+      // y·silu(z) multiplies the SiLU inside by y).
       auto rest = others({f});
-      if (rest.size() == 1 && (v = projection(rest[0]))) {
+      if (rest.size() == 1 && rest[0] != inner && (v = projection(rest[0]))) {
         w = pw, act = a;
         break;
       }

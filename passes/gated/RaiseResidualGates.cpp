@@ -64,6 +64,35 @@ bool computedFrom(Value v, Value x) {
 /// layer's output (Gemma) is no gate: the skip is the scaled value itself.
 bool isResidual(Value x, Value y) { return computedFrom(y, x); }
 
+/// Whether an op is a learned layer of a residual branch: a contraction or
+/// a raised gated op.
+bool isLayer(Operation *op) {
+  return isa<onnx::MatMulOp, onnx::GemmOp, onnx::ConvOp, onnx::EinsumOp>(op) ||
+         op->getDialect()->getNamespace() == "gated";
+}
+
+/// Whether y is computed from x through a learned layer. The one-term
+/// residual kinds (x + α·y, x + γ⊙y, x + tanh(α)·y) need one: the
+/// expanded tanh-GELU's x + 0.044715·x³ (RecurrentGemma's MLP) is no
+/// ReZero gate.
+bool isLayerBranch(Value x, Value y) {
+  SmallVector<std::pair<Value, bool>> work{{y, false}};
+  llvm::DenseSet<Value> seen[2]; // reached before / after a layer
+  while (!work.empty()) {
+    auto [u, layer] = work.pop_back_val();
+    if (u == x && layer)
+      return true;
+    if (!seen[layer].insert(u).second)
+      continue;
+    if (Operation *d = u.getDefiningOp()) {
+      bool through = layer || isLayer(d);
+      for (Value o : d->getOperands())
+        work.push_back({o, through});
+    }
+  }
+  return false;
+}
+
 /// 1 − s as Sub(1, s): returns s.
 Value oneMinus(Value v) {
   auto sub = def<onnx::SubOp>(v);
@@ -136,6 +165,8 @@ struct ResidualPattern : OpRewritePattern<onnx::AddOp> {
         return replace(op, rewriter, ResidualKind::output, x, u, g);
       }
       // x + tanh(α)⊙y, x + α⊙y (α scalar), x + γ⊙y (γ a [D] vector).
+      if (!isLayerBranch(x, term))
+        continue;
       if (auto ty = mulWith(term, [](Value v) {
             auto t = def<onnx::TanhOp>(v);
             return t && isConstant(t.getInput()) &&

@@ -266,3 +266,18 @@ func.func @expert_glu_limits_differ(%x: tensor<?x8xf32>, %e: tensor<i64>) -> ten
   %y = "onnx.Mul"(%u1, %glu) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
   return %y : tensor<?x3xf32>
 }
+
+// -----
+
+// Not a GLU: SiLU of one projection, x·W·σ(x·W), then times a value that
+// is no projection (Mamba2's y·silu(z), y the SSD's output).
+// CHECK-LABEL: func.func @silu_alone_is_no_glu
+// CHECK-NOT: gated.glu
+func.func @silu_alone_is_no_glu(%x: tensor<2x8xf32>, %y: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<8x16xf32>
+  %z = "onnx.MatMul"(%x, %w) : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %s = "onnx.Sigmoid"(%z) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %silu = "onnx.Mul"(%z, %s) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %o = "onnx.Mul"(%y, %silu) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %o : tensor<2x16xf32>
+}

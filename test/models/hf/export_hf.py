@@ -11,9 +11,13 @@ as a prefill graph: inputs `input_ids` and `attention_mask` [batch, seq]
 
   <arch>_dynamo.onnx  torch.onnx.export(..., dynamo=True), opset 18
   <arch>_ts.onnx      torch.onnx.export(..., dynamo=False), opset 17
+  <arch>_onnx27.onnx  python -m gatec.export (the hybrid architectures it
+                      supports: their recurrences as LinearAttention-27 and
+                      CausalConvWithState-27, seq symbolic), opset 27
 
 and for each case (b1_t5: batch 1, seq 5; b2_t9: batch 2, seq 9, row 0
-left-padded by 3 tokens) <arch>_<case>_ids.npy, <arch>_<case>_mask.npy and
+left-padded by 3 tokens; for the onnx27 architectures also b1_t1 and
+b2_t80, longer than a linear-attention chunk) <arch>_<case>_ids.npy, <arch>_<case>_mask.npy and
 <arch>_<case>_logits.npy (PyTorch's logits). A failed export is recorded in
 exports.json with its error and the script goes on.
 
@@ -36,6 +40,9 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+from gatec import export as gatec_export  # noqa: E402
+from gatec.export import Prefill, strip_stack_traces  # noqa: E402
 VOCAB = 96
 # Shared tiny sizes: d = 32, 4 query heads of 8, 2 KV heads (GQA), 2 layers.
 BASE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
@@ -71,18 +78,60 @@ def configs():
                                          sliding_window=4,
                                          layer_types=["sliding_attention",
                                                       "full_attention"])),
-    }
+    } | HYBRID_CONFIGS
+
+
+# Hybrid and recurrent architectures (issue 17): a recurrent layer, then an
+# attention layer where the model has them. Their recurrences are exported
+# in transformers' torch reference forms (no flash-linear-attention,
+# mamba_ssm or causal_conv1d kernels here): Qwen3-Next's chunked gated delta
+# rule (chunk 64, the triangular solve unrolled into scatter steps: the
+# dynamo exporter fixes the sequence length, the TorchScript exporter
+# refuses linalg_solve_triangular), Mamba2's chunked SSD (chunk 8 here),
+# RecurrentGemma's RG-LRU scan (unrolled over the traced tokens) and LFM2's
+# gated short convolution.
+GDN = dict(linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8,
+           linear_value_head_dim=8, linear_conv_kernel_dim=4, partial_rotary_factor=0.5,
+           layer_types=["linear_attention", "full_attention"])
+MAMBA = dict(mamba_n_heads=8, mamba_d_head=8, mamba_d_state=16, mamba_n_groups=1,
+             mamba_expand=2, mamba_d_conv=4, mamba_chunk_size=8)
+HYBRID_CONFIGS = {
+    "qwen3_next_hybrid": ("Qwen3NextConfig", dict(GDN, num_experts=4, num_experts_per_tok=2,
+                                                  moe_intermediate_size=32,
+                                                  shared_expert_intermediate_size=32,
+                                                  decoder_sparse_step=1, mlp_only_layers=[])),
+    "qwen3_next_hybrid_dense": ("Qwen3NextConfig", dict(GDN, mlp_only_layers=[0, 1])),
+    "mamba2": ("Mamba2Config", dict(num_heads=8, head_dim=8, state_size=16, n_groups=1,
+                                    expand=2, conv_kernel=4, chunk_size=8)),
+    "bamba": ("BambaConfig", dict(MAMBA, attn_layer_indices=[1])),
+    "falcon_h1": ("FalconH1Config", dict(MAMBA, mamba_d_ssm=64)),
+    "recurrent_gemma": ("RecurrentGemmaConfig", dict(block_types=["recurrent", "attention"],
+                                                     lru_width=32, attention_window_size=8,
+                                                     conv1d_width=4, logits_soft_cap=30.0)),
+    "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], conv_L_cache=3,
+                                block_ff_dim=64, block_auto_adjust_ff_dim=False)),
+}
+HYBRID = set(HYBRID_CONFIGS)
 
 
 CASES = {"b1_t5": (1, 5, 0), "b2_t9": (2, 9, 3)}
+# One token, and longer than one chunk (64) of the linear-attention layers,
+# for the exports with a symbolic sequence length of their recurrences
+# (onnx27).
+LONG_CASES = {"b1_t1": (1, 1, 0), "b2_t80": (2, 80, 3)}
+# Exporters per architecture beyond dynamo and ts: onnx27 is gatec's own
+# export path (python -m gatec.export: LinearAttention-27 and
+# CausalConvWithState-27 in place of transformers' torch references).
+ONNX27 = {"qwen3_next_hybrid", "qwen3_next_hybrid_dense"}
 # Decode cases: (batch, past length, left padding of row 0); one new token.
 DECODE_CASES = {"b1_p5": (1, 5, 0), "b2_p9": (2, 9, 3)}
 
 
-MOE = {"qwen3_moe", "qwen3_next", "gpt_oss"}
+MOE = {"qwen3_moe", "qwen3_next", "gpt_oss", "qwen3_next_hybrid"}
 # The experts implementations tried per exporter, first that exports wins.
 EXPERTS = {"dynamo": ["batched_mm", "eager", "grouped_mm"],
-           "ts": ["eager", "batched_mm", "grouped_mm"]}
+           "ts": ["eager", "batched_mm", "grouped_mm"],
+           "onnx27": ["batched_mm", "eager", "grouped_mm"]}
 
 
 def build(arch, experts=None):
@@ -140,16 +189,6 @@ def kv_names(model, prefix):
             for kv in ("key", "value")]
 
 
-class Prefill(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                          use_cache=False).logits
-
-
 def case_inputs(b, t, pad):
     g = torch.Generator().manual_seed(b * 100 + t)
     ids = torch.randint(1, VOCAB, (b, t), generator=g)
@@ -160,17 +199,11 @@ def case_inputs(b, t, pad):
     return ids, mask
 
 
-def strip_stack_traces(proto):
-    """The dynamo exporter's per-node stack traces hold absolute paths."""
-    for g in [proto.graph] + list(proto.functions):
-        for n in g.node:
-            keep = [p for p in n.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
-            del n.metadata_props[:]
-            n.metadata_props.extend(keep)
-
-
 def export(arch, exporter, model, path):
     import onnx
+    if exporter == "onnx27":  # python/gatec/export.py: the recurrences as ONNX 27 ops
+        gatec_export.export(model, path)
+        return
     ids, mask = case_inputs(2, 9, 3)
     wrapped = Prefill(model)
     with warnings.catch_warnings():
@@ -270,8 +303,9 @@ def check_ort_decode(path, arch):
 def main_decode(archs, exporters, report):
     """Decode graphs: <arch>_<exporter>_decode.onnx and the cases
     <arch>_decode_<case>.npz (inputs by name, PyTorch's outputs as
-    expected.<name>)."""
-    for arch in archs:
+    expected.<name>). Not for the hybrid architectures: their caches hold
+    recurrent and convolution states, not only keys and values."""
+    for arch in (a for a in archs if a not in HYBRID):
         model, attn = build(arch)
         # PyTorch's outputs from the default experts implementation, as for
         # the prefill cases.
@@ -279,7 +313,7 @@ def main_decode(archs, exporters, report):
         for c, (feeds, expected) in cases.items():
             np.savez(os.path.join(HERE, f"{arch}_decode_{c}.npz"), **feeds,
                      **{"expected." + n: v for n, v in expected.items()})
-        for exporter in exporters:
+        for exporter in (e for e in exporters if e != "onnx27"):
             key = f"{arch}_{exporter}_decode"
             path = os.path.join(HERE, key + ".onnx")
             entry = {"attn_implementation": attn}
@@ -319,11 +353,17 @@ def check_ort(path, arch):
     import onnxruntime as ort
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     errs = {}
-    for case in CASES:
+    for case in CASES | LONG_CASES:
+        if not os.path.exists(os.path.join(HERE, f"{arch}_{case}_ids.npy")):
+            continue
         ids = np.load(os.path.join(HERE, f"{arch}_{case}_ids.npy"))
         mask = np.load(os.path.join(HERE, f"{arch}_{case}_mask.npy"))
         ref = np.load(os.path.join(HERE, f"{arch}_{case}_logits.npy"))
-        (out,) = sess.run(None, {"input_ids": ids, "attention_mask": mask})
+        try:
+            (out,) = sess.run(None, {"input_ids": ids, "attention_mask": mask})
+        except Exception as e:  # this case only (a length the export fixed)
+            errs[case] = {"error": str(e).splitlines()[0][:300]}
+            continue
         d = np.abs(out - ref)
         errs[case] = {"all": float(d.max()), "real": float(d[mask.astype(bool)].max())}
     return errs
@@ -332,7 +372,7 @@ def check_ort(path, arch):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated architectures")
-    ap.add_argument("--exporters", default="dynamo,ts")
+    ap.add_argument("--exporters", default="dynamo,ts,onnx27")
     ap.add_argument("--graphs", default="prefill,decode",
                     help="which graphs to export: prefill, decode or both")
     ap.add_argument("--check-only", action="store_true",
@@ -361,7 +401,7 @@ def main():
         archs = []
     for arch in archs:
         model, attn = build(arch)
-        for case, (b, t, pad) in CASES.items():
+        for case, (b, t, pad) in (CASES | (LONG_CASES if arch in ONNX27 else {})).items():
             ids, mask = case_inputs(b, t, pad)
             with torch.no_grad():
                 logits = Prefill(model)(ids, mask)
@@ -370,6 +410,8 @@ def main():
             np.save(os.path.join(HERE, f"{arch}_{case}_logits.npy"),
                     logits.float().numpy())
         for exporter in args.exporters.split(","):
+            if exporter == "onnx27" and arch not in ONNX27:
+                continue
             path = os.path.join(HERE, f"{arch}_{exporter}.onnx")
             key = f"{arch}_{exporter}"
             entry = {"attn_implementation": attn}
