@@ -43,40 +43,18 @@ Value gateSource(Value g) {
 
 bool isSigmoid(Value v) { return (bool)def<onnx::SigmoidOp>(v); }
 
-/// Whether v is computed from x (x is v or reaches it through operands).
-bool computedFrom(Value v, Value x) {
-  SmallVector<Value> work{v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value u = work.pop_back_val();
-    if (u == x)
-      return true;
-    if (!seen.insert(u).second)
-      continue;
-    if (Operation *d = u.getDefiningOp())
-      work.append(d->operand_begin(), d->operand_end());
-  }
-  return false;
-}
-
-/// A residual gate x + g⊙F(x): the gated branch y = F(x) is computed from
-/// the skip x. An embedding scaled by √d and then added to the first
-/// layer's output (Gemma) is no gate: the skip is the scaled value itself.
-bool isResidual(Value x, Value y) { return computedFrom(y, x); }
-
 /// Whether an op is a learned layer of a residual branch: a contraction or
 /// a raised gated op.
 bool isLayer(Operation *op) {
+  Dialect *d = op->getDialect();
   return isa<onnx::MatMulOp, onnx::GemmOp, onnx::ConvOp, onnx::EinsumOp>(op) ||
-         op->getDialect()->getNamespace() == "gated";
+         (d && d->getNamespace() == "gated");
 }
 
-/// Whether y is computed from x through a learned layer. The one-term
-/// residual kinds (x + α·y, x + γ⊙y, x + tanh(α)·y) need one: the
-/// expanded tanh-GELU's x + 0.044715·x³ (RecurrentGemma's MLP) is no
-/// ReZero gate.
-bool isLayerBranch(Value x, Value y) {
-  SmallVector<std::pair<Value, bool>> work{{y, false}};
+/// Whether v is computed from x (x is v or reaches it through operands);
+/// with `throughLayer`, along a path through a learned layer.
+bool computedFrom(Value v, Value x, bool throughLayer = false) {
+  SmallVector<std::pair<Value, bool>> work{{v, !throughLayer}};
   llvm::DenseSet<Value> seen[2]; // reached before / after a layer
   while (!work.empty()) {
     auto [u, layer] = work.pop_back_val();
@@ -92,6 +70,16 @@ bool isLayerBranch(Value x, Value y) {
   }
   return false;
 }
+
+/// A residual gate x + g⊙F(x): the gated branch y = F(x) is computed from
+/// the skip x. An embedding scaled by √d and then added to the first
+/// layer's output (Gemma) is no gate: the skip is the scaled value itself.
+bool isResidual(Value x, Value y) { return computedFrom(y, x); }
+
+/// The one-term residual kinds (x + α·y, x + γ⊙y, x + tanh(α)·y) need a
+/// learned layer between x and y: the expanded tanh-GELU's
+/// x + 0.044715·x³ (RecurrentGemma's MLP) is no ReZero gate.
+bool isLayerBranch(Value x, Value y) { return computedFrom(y, x, true); }
 
 /// 1 − s as Sub(1, s): returns s.
 Value oneMinus(Value v) {
