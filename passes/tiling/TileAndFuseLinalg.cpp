@@ -130,6 +130,14 @@ struct TileAndFuseLinalgPass
 
       // Originals replaced by the loop: the root and each fused producer.
       llvm::SmallPtrSet<Operation *, 8> fused{root.getOperation()};
+      // Producers refused for one slice stay refused for every other: a
+      // producer cloned into the loop for a later slice (once its other
+      // readers had been fused) would also stay outside for the slice
+      // refused first, and be computed twice (a norm's residual input:
+      // the residual's GEMM ran once outside the FFN's loop and again
+      // inside it). Clones for several accepted slices of one producer
+      // read the same slices and are merged by CSE.
+      llvm::SmallPtrSet<Operation *, 8> refused;
       scf::SCFTileAndFuseOptions opts;
       opts.tilingOptions.setTileSizes(sizes).setLoopType(
           scf::SCFTilingOptions::LoopType::ForallOp);
@@ -141,15 +149,19 @@ struct TileAndFuseLinalgPass
             // A producer with a loop of static extent 0 (a contraction
             // over K = 0) cannot be tiled either: it stays outside.
             auto pl = dyn_cast<linalg::LinalgOp>(p);
-            if (!fuseProducers || !pl || isFullSlice(slice) ||
-                !hasBoundedSizes(slice) ||
-                llvm::is_contained(pl.getStaticLoopRanges(), 0))
+            auto refuse = [&]() {
+              refused.insert(p);
               return std::nullopt;
+            };
+            if (!fuseProducers || !pl || refused.contains(p) ||
+                isFullSlice(slice) || !hasBoundedSizes(slice) ||
+                llvm::is_contained(pl.getStaticLoopRanges(), 0))
+              return refuse();
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())
               if (!fused.contains(u) && !(loop && loop->isAncestor(u)) &&
                   !isa<tensor::DimOp>(u))
-                return std::nullopt;
+                return refuse();
             fused.insert(p);
             return scf::SCFTileAndFuseOptions::ControlFnResult{};
           });

@@ -77,6 +77,65 @@ func.func @shared_producer(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   return %r : tensor<?x8xf32>
 }
 
+// A residual h = r + x·W read by a row norm (s = Σ h², n = h·s) and by the
+// residual add o = h + n. The root o refuses h first (its readers s and n
+// are not fused yet), so h stays refused when s and n are fused: the GEMM
+// runs once, in h's own loop (it was cloned into o's loop as well and
+// computed twice, once per loop).
+// CHECK-LABEL: func.func @refused_producer_once
+// CHECK:         scf.forall
+// CHECK:           iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT:       iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:         scf.forall
+// CHECK-NOT:       iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           iterator_types = ["parallel", "reduction"]
+// CHECK-NOT:       iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:         return
+func.func @refused_producer_once(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>,
+                                 %r: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %y = linalg.generic {indexing_maps = [#mk, #kn, #mn],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %y : tensor<64x16xf32>, tensor<64x16xf32>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %v = arith.addf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<64x16xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %s = linalg.generic {indexing_maps = [#id, affine_map<(m, n) -> (m)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%h : tensor<64x16xf32>) outs(%s0 : tensor<64xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %q = arith.mulf %a, %a : f32
+    %v = arith.addf %c, %q : f32
+    linalg.yield %v : f32
+  } -> tensor<64xf32>
+  %n = linalg.generic {indexing_maps = [#id, affine_map<(m, n) -> (m)>, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%h, %s : tensor<64x16xf32>, tensor<64xf32>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<64x16xf32>
+  %o = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %n : tensor<64x16xf32>, tensor<64x16xf32>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %v = arith.addf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<64x16xf32>
+  return %o : tensor<64x16xf32>
+}
+
 // One parallel dimension: left alone.
 // CHECK-LABEL: func.func @vector
 // CHECK-NOT:     scf.forall
