@@ -23,7 +23,9 @@ For each model ARCH_EXPORTER.onnx:
     every output (the logits and every present key/value, or for the
     recurrent layers of the onnx27 decode graphs every present conv and
     recurrent/ssm state) against PyTorch's own decode step, scaled the
-    same way.
+    same way and also within 1e-4 of the output's largest |value| (the
+    recurrent states are ~1e-3 to 1e-2, where the scaled error alone is an
+    absolute one).
 Each row must meet EXPECT (what the architecture has: its attention layers,
 its GLU feed-forward gates and MoE routers, nothing else in the gate
 report). Rows that do not yet are listed in KNOWN_GAPS with the reason
@@ -223,8 +225,10 @@ def ran_as_expected(r, name, case, p, model):
 
 
 def run_decode(args, model, so, name, arch, work, r):
-    """The decode cases: every output (logits, present keys and values)
-    against PyTorch's, scaled as the logits are; returns the max error."""
+    """The decode cases: every output (logits, present keys and values,
+    present conv and recurrent/ssm states) against PyTorch's, scaled as the
+    logits are and relative to the output's largest value; returns the max
+    scaled error (the max relative one in r["rel"])."""
     err = 0.0
     for case in DECODE_CASES:
         data = np.load(os.path.join(HF, f"{arch}_decode_{case}.npz"))
@@ -251,6 +255,15 @@ def run_decode(args, model, so, name, arch, work, r):
             err = max(err, e)
             if not e <= TOL:
                 r["problems"].append(f"run {case}: {n} scaled error {e:.3g} > {TOL}")
+            # Recurrent states are small (|S| ~ 1e-3 to 1e-2 here), where
+            # the scaled error is an absolute one: each output is also held
+            # to TOL relative to its largest value.
+            big = float(np.max(np.abs(ref))) if ref.size else 0.0
+            rel = float(np.max(np.abs(got - ref))) / big if big > 0 else 0.0
+            r["rel"] = max(r.get("rel", 0.0), rel)
+            if not rel <= TOL:
+                r["problems"].append(f"run {case}: {n} error {rel:.3g} of its largest "
+                                     f"value > {TOL}")
     return err
 
 
@@ -357,7 +370,8 @@ def main():
               f"(G1 {r.get('g1', '-')}, causal {r.get('causal', '-')}) glu {r.get('glu', '-')} "
               f"gates [{gates}] kernels {r.get('kernels', '-')} "
               f"max err {r.get('err', float('nan')):.2g} "
-              f"compile cpu {r.get('cpu_s', 0):.1f}s cuda {r.get('cuda_s', 0):.1f}s")
+              + (f"(decode, of the largest value {r['rel']:.2g}) " if "rel" in r else "")
+              + f"compile cpu {r.get('cpu_s', 0):.1f}s cuda {r.get('cuda_s', 0):.1f}s")
         for pr in r["problems"] + expect:
             print(f"     {pr}")
         if gap and expect:
