@@ -77,6 +77,7 @@ from typing import Optional
 
 import numpy as np
 import torch
+from transformers import DynamicCache
 
 # LinearAttention and CausalConvWithState are ONNX 27 operators. torch's
 # exporter writes the rest at opset 18 (its most used translations; at 23
@@ -323,11 +324,6 @@ def patched(model_type):
 # --- decode: the states as inputs and outputs --------------------------------
 
 
-def _dynamic_cache():
-    from transformers import DynamicCache
-    return DynamicCache
-
-
 def state_names(config, prefix):
     """The decode graph's state inputs (prefix past) or outputs (present),
     per layer in order: past_conv_<i> and past_recurrent_<i> (Gated
@@ -354,7 +350,7 @@ def layer_kinds(config):
                      f"(supported: {', '.join(SUPPORTED)})")
 
 
-class StateCache(_dynamic_cache()):
+class StateCache(DynamicCache):
     """transformers' DynamicCache with the recurrent layers' states as plain
     tensors: read from the graph's inputs, the new ones recorded (not
     copied in place) for its outputs. Conv states are the operator's
@@ -472,7 +468,7 @@ def reference_decode(model, batch, past, pad, seed):
                 out += [layer.conv_states[0][..., 1:].clone(), layer.recurrent_states[0].clone()]
         return out
     with torch.no_grad():
-        cache = _dynamic_cache()(config=model.config)
+        cache = DynamicCache(config=model.config)
         model(input_ids=ids[:, :past], attention_mask=mask[:, :past], cache=cache,
               use_cache=True)
         before = states(cache)
