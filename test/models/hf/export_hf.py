@@ -11,8 +11,9 @@ as a prefill graph: inputs `input_ids` and `attention_mask` [batch, seq]
 
   <arch>_dynamo.onnx  torch.onnx.export(..., dynamo=True), opset 18
   <arch>_ts.onnx      torch.onnx.export(..., dynamo=False), opset 17
-  <arch>_onnx27.onnx  python -m gatec.export (the hybrid architectures it
-                      supports: their recurrences as LinearAttention-27 and
+  <arch>_onnx27.onnx  python -m gatec.export (the architectures it
+                      supports, ONNX27: Qwen3-Next's hybrids and Mamba2,
+                      their recurrences as LinearAttention-27 and
                       CausalConvWithState-27, seq symbolic), opset 27
 
 and for each case (b1_t5: batch 1, seq 5; b2_t9: batch 2, seq 9, row 0
@@ -20,6 +21,18 @@ left-padded by 3 tokens; for the onnx27 architectures also b1_t1 and
 b2_t80, longer than a linear-attention chunk) <arch>_<case>_ids.npy, <arch>_<case>_mask.npy and
 <arch>_<case>_logits.npy (PyTorch's logits). A failed export is recorded in
 exports.json with its error and the script goes on.
+
+With --graphs=decode: one decode step per architecture and exporter,
+<arch>_<exporter>_decode.onnx, with the cases <arch>_decode_b1_p5.npz and
+<arch>_decode_b2_p9.npz (a past of 5 or 9 tokens, row 0 of batch 2
+left-padded by 3; the inputs by name, PyTorch's outputs as
+expected.<name>). The transformers decoders' past is their KV cache
+(past_key_<i>/past_value_<i>); the hybrid architectures have decode graphs
+from the onnx27 exporter only (python -m gatec.export --graph decode), with
+each recurrent layer's conv state and recurrent (Gated DeltaNet) or ssm
+(Mamba2) state as past_conv_<i> and past_recurrent_<i> / past_ssm_<i> and
+the present_* outputs (layouts in python/gatec/export.py's docstring), the
+expected values from transformers' own cache after its decode step.
 
 Regenerate (needs torch and transformers, not needed by the tests):
   python3 -m venv /tmp/exportenv
@@ -115,14 +128,14 @@ HYBRID = set(HYBRID_CONFIGS)
 
 
 CASES = {"b1_t5": (1, 5, 0), "b2_t9": (2, 9, 3)}
-# One token, and longer than one chunk (64) of the linear-attention layers,
-# for the exports with a symbolic sequence length of their recurrences
-# (onnx27).
+# One token, and longer than one chunk of the linear-attention layers (64
+# for Gated DeltaNet, chunk_size 8 for the tiny Mamba2), for the exports
+# with a symbolic sequence length of their recurrences (onnx27).
 LONG_CASES = {"b1_t1": (1, 1, 0), "b2_t80": (2, 80, 3)}
 # Exporters per architecture beyond dynamo and ts: onnx27 is gatec's own
 # export path (python -m gatec.export: LinearAttention-27 and
 # CausalConvWithState-27 in place of transformers' torch references).
-ONNX27 = {"qwen3_next_hybrid", "qwen3_next_hybrid_dense"}
+ONNX27 = {"qwen3_next_hybrid", "qwen3_next_hybrid_dense", "mamba2"}
 # Decode cases: (batch, past length, left padding of row 0); one new token.
 DECODE_CASES = {"b1_p5": (1, 5, 0), "b2_p9": (2, 9, 3)}
 
@@ -303,17 +316,23 @@ def check_ort_decode(path, arch):
 def main_decode(archs, exporters, report):
     """Decode graphs: <arch>_<exporter>_decode.onnx and the cases
     <arch>_decode_<case>.npz (inputs by name, PyTorch's outputs as
-    expected.<name>). Not for the hybrid architectures: their caches hold
-    recurrent and convolution states, not only keys and values."""
-    for arch in (a for a in archs if a not in HYBRID):
+    expected.<name>). The hybrid architectures' caches hold recurrent and
+    convolution states, not only keys and values: only the onnx27 exporter
+    (python -m gatec.export --graph decode) writes theirs, with the states
+    named and laid out as its docstring says."""
+    for arch in (a for a in archs if a not in HYBRID or a in ONNX27):
         model, attn = build(arch)
         # PyTorch's outputs from the default experts implementation, as for
         # the prefill cases.
-        cases = {c: decode_case(model, *v) for c, v in DECODE_CASES.items()}
+        if arch in HYBRID:  # transformers' own cache after a prefill
+            cases = {c: gatec_export.reference_decode(model, b, p, pad, b * 100 + p + 1)
+                     for c, (b, p, pad) in DECODE_CASES.items()}
+        else:
+            cases = {c: decode_case(model, *v) for c, v in DECODE_CASES.items()}
         for c, (feeds, expected) in cases.items():
             np.savez(os.path.join(HERE, f"{arch}_decode_{c}.npz"), **feeds,
                      **{"expected." + n: v for n, v in expected.items()})
-        for exporter in (e for e in exporters if e != "onnx27"):
+        for exporter in (e for e in exporters if (e == "onnx27") == (arch in HYBRID)):
             key = f"{arch}_{exporter}_decode"
             path = os.path.join(HERE, key + ".onnx")
             entry = {"attn_implementation": attn}
@@ -321,7 +340,10 @@ def main_decode(archs, exporters, report):
             for experts in (EXPERTS[exporter] if arch in MOE else [None]):
                 m = build(arch, experts)[0] if experts else model
                 try:
-                    export_decode(exporter, m, path, cases["b2_p9"][0])
+                    if exporter == "onnx27":
+                        gatec_export.export_decode(m, path)
+                    else:
+                        export_decode(exporter, m, path, cases["b2_p9"][0])
                 except Exception as e:
                     if os.path.exists(path):
                         os.remove(path)
