@@ -6,6 +6,8 @@
              chunk 16): O(T·C) work and memory per head
   sequential the same model without the fused phase (gatec's recurrent
              form: one scf.for iteration per token)
+  onnxruntime the same LinearAttention-27 file in onnxruntime (its CPU
+             kernel, >= 1.24), same thread count, in this process
   quadratic  the parallel form (Q Kᵀ ⊙ D) V with D_ij = exp(G_i − G_j)
              (j ≤ i) built from the cumulative log-decays G as onnx ops
              (MatMul, Sub, Trilu, Exp, Mul): O(T²) memory
@@ -13,16 +15,19 @@
 For each T: the minimum (default; --stat=median for the median) latency of
 --runs runs (gatec-run --benchmark, after a warm-up run), peak resident
 memory of the gatec-run process (ru_maxrss; includes the inputs and the
-runtime), and the ratios chunked/sequential and chunked/quadratic (time;
-below 1: the chunked form is faster). On shared cores the minimum is the
+runtime), and the ratios chunked/onnxruntime, chunked/sequential and chunked/quadratic
+(time; below 1: the chunked form is faster). --rule gated_delta benchmarks
+Gated DeltaNet's rule instead (β = sigmoid per head and token, L2-normalised
+keys; no quadratic form). On shared cores the minimum is the
 steadier statistic. The quadratic form is skipped where its
 [H, T, T] intermediates would not fit in the memory available. The outputs
 of the three forms are compared at the smallest T (max relative error).
 Not part of the tests.
 
 usage: tools/bench/linear_attention.py [--lengths 256,1024,4096,16384]
-          [--heads 2] [--dim 64] [--runs 10] [--stat min|median]
-          [--threads 1] [--build build]
+          [--heads 2] [--dim 64] [--rule gated|gated_delta] [--runs 10]
+          [--stat min|median] [--threads 1] [--build build]
+  realistic size (issue 17): --heads 16 --dim 128 --lengths 512,2048,8192
 """
 import argparse
 import os
@@ -39,12 +44,16 @@ from onnx import TensorProto, helper
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def la_model(path, H, D):
+def la_model(path, H, D, rule="gated"):
     f = TensorProto.FLOAT
     ins = [helper.make_tensor_value_info(n, f, [1, "T", H * D]) for n in ("q", "k", "v")]
     ins.append(helper.make_tensor_value_info("g", f, [1, "T", H]))
-    node = helper.make_node("LinearAttention", ["q", "k", "v", "", "g"], ["o", "s"],
-                            q_num_heads=H, kv_num_heads=H, update_rule="gated")
+    names = ["q", "k", "v", "", "g"]
+    if rule == "gated_delta":
+        ins.append(helper.make_tensor_value_info("beta", f, [1, "T", H]))
+        names.append("beta")
+    node = helper.make_node("LinearAttention", names, ["o", "s"],
+                            q_num_heads=H, kv_num_heads=H, update_rule=rule)
     outs = [helper.make_tensor_value_info("o", f, [1, "T", H * D]),
             helper.make_tensor_value_info("s", f, [1, H, D, D])]
     m = helper.make_model(helper.make_graph([node], "la", ins, outs),
@@ -101,6 +110,7 @@ def main():
     ap.add_argument("--lengths", default="256,1024,4096,16384")
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--rule", choices=("gated", "gated_delta"), default="gated")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--stat", choices=("min", "median"), default="min")
     ap.add_argument("--threads", type=int, default=1,
@@ -114,7 +124,13 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
 
     la = os.path.join(work, "la.onnx")
-    la_model(la, H, D)
+    la_model(la, H, D, a.rule)
+    delta = a.rule == "gated_delta"
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(la, so, providers=["CPUExecutionProvider"])
     quad = os.path.join(work, "quadratic.onnx")
     quadratic_model(quad, H, D)
     libs = {"chunked": os.path.join(work, "chunked.so"),
@@ -128,27 +144,44 @@ def main():
 
     rng = np.random.default_rng(0)
     lengths = [int(t) for t in a.lengths.split(",")]
-    print("decay-gated linear attention (gated, per-head decay), H=%d, Dk=Dv=%d, B=1, "
-          "OMP_NUM_THREADS=%d, %s of %d runs" % (H, D, a.threads, a.stat, a.runs))
-    print("%6s | %-22s | %-22s | %-22s | %s" % (
-        "T", "chunked ms / MiB", "sequential ms / MiB", "quadratic ms / MiB",
-        "chunk/seq  chunk/quad (time; memory)"))
+    print("decay-gated linear attention (%s, per-head decay), H=%d, Dk=Dv=%d, B=1, "
+          "OMP_NUM_THREADS=%d, %s of %d runs; onnxruntime %s" % (
+              a.rule, H, D, a.threads, a.stat, a.runs, ort.__version__))
+    print("%6s | %-22s | %-10s | %-22s | %-22s | %s" % (
+        "T", "chunked ms / MiB", "ort ms", "sequential ms / MiB", "quadratic ms / MiB",
+        "chunk/ort  chunk/seq  chunk/quad (time; memory)"))
     for T in lengths:
         q = rng.standard_normal((1, T, H, D)).astype(np.float32)
         k = rng.standard_normal((1, T, H, D)).astype(np.float32) / np.sqrt(D)
         v = rng.standard_normal((1, T, H, D)).astype(np.float32)
         g = -rng.uniform(1e-3, 0.5, (1, T, H)).astype(np.float32)
+        beta = 1 / (1 + np.exp(-rng.standard_normal((1, T, H)))).astype(np.float32)
+        if delta:  # Gated DeltaNet normalises its keys
+            k = k / np.linalg.norm(k, axis=-1, keepdims=True)
         G = np.cumsum(g.astype(np.float64), axis=1).astype(np.float32)
         files = {}
         for n, x in (("q", q.reshape(1, T, -1)), ("k", k.reshape(1, T, -1)),
                      ("v", v.reshape(1, T, -1)), ("g", g),
                      ("q4", q.transpose(0, 2, 1, 3)), ("k4", k.transpose(0, 2, 1, 3)),
-                     ("v4", v.transpose(0, 2, 1, 3)), ("G4", G.transpose(0, 2, 1)[..., None])):
+                     ("v4", v.transpose(0, 2, 1, 3)), ("G4", G.transpose(0, 2, 1)[..., None]),
+                     ("beta", beta)):
             files[n] = os.path.join(work, "%s.npy" % n)
             np.save(files[n], np.ascontiguousarray(x, dtype=np.float32))
-        res = {}
-        outs = {}
+        res, outs = {}, {}
+        names = ("q", "k", "v", "g") + (("beta",) if delta else ())
+        feeds = {n: np.load(files[n]) for n in names}
+        sess.run(None, feeds)
+        times = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            o_ort = sess.run(["o"], feeds)[0]
+            times.append((time.perf_counter() - t0) * 1e3)
+        res["ort"] = float(np.min(times) if a.stat == "min" else np.median(times))
+        outs["ort"] = o_ort
         for form in ("chunked", "sequential", "quadratic"):
+            if form == "quadratic" and delta:
+                res[form] = None
+                continue
             if form == "quadratic":
                 need = 5 * H * T * T * 4 / 2**20
                 if need > 0.7 * mem_available_mib():
@@ -157,7 +190,7 @@ def main():
                 args = ["--input=q=@" + files["q4"], "--input=k=@" + files["k4"],
                         "--input=v=@" + files["v4"], "--input=G=@" + files["G4"]]
             else:
-                args = ["--input=%s=@%s" % (n, files[n]) for n in ("q", "k", "v", "g")]
+                args = ["--input=%s=@%s" % (n, files[n]) for n in names]
             po = os.path.join(work, "out_%s.npy" % form)
             out, rss, _ = run_measured(
                 [gatec_run, libs[form]] + args + ["--output=o=@" + po,
@@ -168,20 +201,21 @@ def main():
             outs[form] = o if form != "quadratic" else o.transpose(0, 2, 1, 3).reshape(1, T, -1)
 
         def cell(r):
-            return "%10.2f / %8.1f" % r if r else "%22s" % "skipped (memory)"
+            return "%10.2f / %8.1f" % r if r else "%22s" % (
+                "n/a (delta rule)" if delta else "skipped (memory)")
 
         c = res["chunked"]
-        ratio = "%6.2f  %s" % (c[0] / res["sequential"][0],
+        ratio = "%8.2f  %8.2f  %s" % (c[0] / res["ort"], c[0] / res["sequential"][0],
                                "%7.4f (%5.2f mem)" % (c[0] / res["quadratic"][0], c[1] / res["quadratic"][1])
                                if res["quadratic"] else "   -")
-        print("%6d | %s | %s | %s | %s" % (T, cell(c), cell(res["sequential"]),
-                                            cell(res["quadratic"]), ratio))
+        print("%6d | %s | %10.2f | %s | %s | %s" % (T, cell(c), res["ort"], cell(res["sequential"]),
+                                                   cell(res["quadratic"]), ratio))
         if T == lengths[0]:
-            ref = outs["sequential"]
-            for form in ("chunked", "quadratic"):
+            ref = outs["ort"]
+            for form in ("chunked", "sequential", "quadratic"):
                 if form in outs:
                     err = np.max(np.abs(outs[form] - ref)) / np.max(np.abs(ref))
-                    print("       (T=%d: %s vs sequential, max error / max |out| = %.1e)"
+                    print("       (T=%d: %s vs onnxruntime, max error / max |out| = %.1e)"
                           % (T, form, err))
         sys.stdout.flush()
 
