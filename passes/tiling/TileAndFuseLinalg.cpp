@@ -157,6 +157,14 @@ struct TileAndFuseLinalgPass
                 isFullSlice(slice) || !hasBoundedSizes(slice) ||
                 llvm::is_contained(pl.getStaticLoopRanges(), 0))
               return refuse();
+            // A fill (an accumulator's zeros) is recomputed in every loop
+            // that reads it: a fill shared by two loops (CSE merges equal
+            // inits) was otherwise a kernel of its own writing the whole
+            // buffer, then copied tile by tile into each loop's accumulator.
+            if (isa<linalg::FillOp>(p)) {
+              fused.insert(p);
+              return scf::SCFTileAndFuseOptions::ControlFnResult{};
+            }
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())
               if (!fused.contains(u) && !(loop && loop->isAncestor(u)) &&

@@ -136,6 +136,42 @@ func.func @refused_producer_once(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>,
   return %o : tensor<64x16xf32>
 }
 
+// Two GEMMs whose accumulators are one zero fill (CSE merges equal inits),
+// each read by its own loop: the fill is recomputed in both loops, not left
+// a whole-tensor fill of its own that each loop copies its tiles from.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK-NOT:     linalg.fill
+// CHECK:         scf.forall
+// CHECK:           linalg.fill
+// CHECK:           iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:         scf.forall
+// CHECK:           linalg.fill
+// CHECK:           iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:         return
+func.func @shared_fill(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>,
+                       %v: tensor<32x16xf32>) -> (tensor<64x16xf32>, tensor<64x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %y = linalg.generic {indexing_maps = [#mk, #kn, #mn],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  %z = linalg.generic {indexing_maps = [#mk, #kn, #mn],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %v : tensor<64x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  return %y, %z : tensor<64x16xf32>, tensor<64x16xf32>
+}
+
 // One parallel dimension: left alone.
 // CHECK-LABEL: func.func @vector
 // CHECK-NOT:     scf.forall
