@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark: GEMM-bound blocks at realistic width (d=1024) — gatec's
-compiled library vs onnxruntime and OpenVINO (where it is installed:
+compiled library vs onnxruntime, OpenVINO and IREE (where installed:
 pip install -r tools/bench/requirements.txt), same inputs, same thread
 count, several sequence lengths, in one run.
 
@@ -33,6 +33,7 @@ usage: gemm_blocks.py [--threads 1] [--runs 12] [--rounds 2] [--seqs 128,512,204
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -192,6 +193,54 @@ print("min_ms", 1e3 * float(np.min(t)), "median_ms", 1e3 * float(np.median(t)))
 """
 
 
+# IREE (iree-base-compiler / iree-base-runtime from the package index): the
+# model imported with iree-import-onnx and compiled by iree-compile for the
+# llvm-cpu backend and this CPU; run in a child on the local-sync driver (1
+# thread) or local-task with --threads workers.
+IREE_CHILD = r"""
+import sys, time, numpy as np
+import iree.runtime as rt
+vmfb, xp, threads, runs, outp = sys.argv[1:6]
+threads, runs = int(threads), int(runs)
+if threads > 1:
+    rt.flags.parse_flags("--task_topology_group_count=%d" % threads)
+ctx = rt.SystemContext(config=rt.Config("local-task" if threads > 1 else "local-sync"))
+with open(vmfb, "rb") as f:
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, f.read()))
+mod = ctx.modules.module
+fn = mod[[n for n in mod.vm_module.function_names
+          if not n.startswith("__") and "$async" not in n][0]]
+x = np.load(xp)
+np.save(outp, fn(x).to_host())
+t = []
+for _ in range(runs):
+    a = time.perf_counter(); fn(x).to_host(); t.append(time.perf_counter() - a)
+print("min_ms", 1e3 * float(np.min(t)), "median_ms", 1e3 * float(np.median(t)))
+"""
+
+
+def iree_compile(onnx_path, vmfb):
+    """None, or why IREE cannot compile the model (first line of its error)."""
+    bindir = os.path.dirname(sys.executable)
+    imp, comp = os.path.join(bindir, "iree-import-onnx"), os.path.join(bindir, "iree-compile")
+    if not (os.path.exists(imp) and os.path.exists(comp)):
+        return "not installed"
+    mlir = vmfb + ".mlir"
+    for cmd in ([imp, onnx_path, "-o", mlir],
+                [comp, mlir, "--iree-hal-target-device=local",
+                 "--iree-hal-local-target-device-backends=llvm-cpu",
+                 "--iree-llvmcpu-target-cpu=host", "-o", vmfb]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            text = p.stderr + p.stdout
+            op = re.search(r'name = "(onnx\.\w+)"', text)
+            if op:
+                return "%s does not lower to IREE (%s)" % (op.group(1), os.path.basename(cmd[0]))
+            err = [l for l in text.splitlines() if "error" in l]
+            return (err[0] if err else "failed")[:160]
+    return None
+
+
 def have_openvino():
     return subprocess.run([sys.executable, "-c", "import openvino"],
                           capture_output=True).returncode == 0
@@ -243,15 +292,21 @@ def main():
     print("times: min / median of --runs x --rounds (engine order reversed every other round), in ms;")
     print("ratios and GFLOP/s from the minimums;")
     print("ratio = gatec / the faster peer, ort and ov = gatec / each")
-    print("%-11s %5s %15s %15s %15s %6s %6s %6s %8s %6s %9s %9s" % (
+    print("IREE: min ms and gatec / IREE (not in the faster-peer ratio); n/a where "
+          "IREE cannot compile the model (its error is printed)")
+    print("%-11s %5s %15s %15s %15s %6s %6s %6s %8s %6s %9s %9s %9s %6s" % (
         "model", "T", "gatec", "onnxruntime", "openvino", "ratio", "ort", "ov",
-        "GFLOP/s", "%peak", "max|err|", "ov|err|"))
+        "GFLOP/s", "%peak", "max|err|", "ov|err|", "iree", "iree"))
     for name in args.models.split(","):
         onnx_path = os.path.join(tmp, name + ".onnx")
         flops_per_row = build(name, onnx_path)
         so = os.path.join(tmp, name + ".so")
         subprocess.run([os.path.join(BIN, "gatec"), onnx_path, "-o", so] +
                        args.gatec_flags.split(), check=True)
+        vmfb = os.path.join(tmp, name + ".vmfb")
+        iree_err = iree_compile(onnx_path, vmfb)
+        if iree_err:
+            print("  (IREE cannot compile %s: %s)" % (name, iree_err), flush=True)
         for t in [int(s) for s in args.seqs.split(",")]:
             x = np.random.default_rng(1).standard_normal((1, t, D), dtype=np.float32)
             xp, ref, got = (os.path.join(tmp, "%s_%d_%s.npy" % (name, t, k))
@@ -262,10 +317,12 @@ def main():
             # VMs drift in speed by up to 2x over tens of seconds (the same
             # library: 72 ms, then 100-150 ms a minute later), so no
             # engine should always run in the same stretch.
-            stats = {"gatec": [], "ort": [], "ov": []}
+            stats = {"gatec": [], "ort": [], "ov": [], "iree": []}
+            ip = os.path.join(tmp, "%s_%d_iree.npy" % (name, t))
             vp = os.path.join(tmp, "%s_%d_ov.npy" % (name, t))
             for r in range(args.rounds):
-                order = ["gatec", "ort", "ov"] if r % 2 == 0 else ["ov", "ort", "gatec"]
+                order = (["gatec", "ort", "ov", "iree"] if r % 2 == 0
+                         else ["iree", "ov", "ort", "gatec"])
                 for eng in order:
                     if eng == "gatec":
                         g = subprocess.run(
@@ -278,10 +335,15 @@ def main():
                             [sys.executable, "-c", ORT_CHILD, onnx_path, xp,
                              str(args.threads), str(args.runs), ref],
                             check=True, capture_output=True, text=True).stdout
-                    elif ov:
+                    elif eng == "ov" and ov:
                         out = subprocess.run(
                             [sys.executable, "-c", OV_CHILD, onnx_path, xp,
                              str(args.threads), str(args.runs), vp],
+                            check=True, capture_output=True, text=True).stdout
+                    elif eng == "iree" and not iree_err:
+                        out = subprocess.run(
+                            [sys.executable, "-c", IREE_CHILD, vmfb, xp,
+                             str(args.threads), str(args.runs), ip],
                             check=True, capture_output=True, text=True).stdout
                     else:
                         continue
@@ -292,17 +354,23 @@ def main():
                     return float("nan"), float("nan")
                 return (min(m for m, _ in stats[eng]),
                         float(np.median([md for _, md in stats[eng]])))
-            (gmin, gmed), (omin, omed), (vmin, vmed) = map(summary, ("gatec", "ort", "ov"))
+            (gmin, gmed), (omin, omed), (vmin, vmed), (imin, _) = map(
+                summary, ("gatec", "ort", "ov", "iree"))
             err = float(np.max(np.abs(np.load(got) - np.load(ref))))
             verr = float(np.max(np.abs(np.load(vp) - np.load(ref)))) if ov else float("nan")
+            if not iree_err:
+                ierr = float(np.max(np.abs(np.load(ip) - np.load(ref))))
+                if not ierr <= 1e-3 * (1 + float(np.max(np.abs(np.load(ref))))):
+                    print("  (IREE's output differs from onnxruntime's: %.2e)" % ierr)
             fr = flops_per_row
             if isinstance(fr, tuple):  # + causal attention: 2 GEMMs, T/2 keys
                 fr = fr[0] + fr[1] * t
             gf = fr * t / (gmin * 1e-3) / 1e9
             best = min(omin, vmin) if ov else omin
-            print("%-11s %5d %7.2f/%7.2f %7.2f/%7.2f %7.2f/%7.2f %6.2f %6.2f %6.2f %8.1f %5.0f%% %9.2e %9.2e" % (
+            print("%-11s %5d %7.2f/%7.2f %7.2f/%7.2f %7.2f/%7.2f %6.2f %6.2f %6.2f %8.1f %5.0f%% %9.2e %9.2e %9.2f %6.2f" % (
                 name, t, gmin, gmed, omin, omed, vmin, vmed, gmin / best,
-                gmin / omin, gmin / vmin, gf, 100 * gf / peak, err, verr),
+                gmin / omin, gmin / vmin, gf, 100 * gf / peak, err, verr,
+                imin, gmin / imin),
                 flush=True)
 
 
