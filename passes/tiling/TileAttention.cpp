@@ -275,12 +275,14 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
 
         // s = Q Kᵀ, f32, with the key tile transposed to [D, bk] first so
         // that the keys are the contiguous, innermost (vectorized) loop.
-        Value kt = linalg::TransposeOp::create(
-                       b, loc, ks,
-                       t.empty({D, bk},
-                               cast<ShapedType>(ks.getType()).getElementType()),
-                       ArrayRef<int64_t>{1, 0})
-                       ->getResult(0);
+        // The copy iterates over the key tile's own layout (keys outer,
+        // head dim inner): its reads are contiguous rows of the projection
+        // and its writes go to the small L1-resident tile (a transpose
+        // iterates over its output, and read the keys with gathers).
+        Value kt = t.generic(
+            t.empty({D, bk}, cast<ShapedType>(ks.getType()).getElementType()),
+            {ks}, {t.map(2, {t.d(0), t.d(1)}), t.map(2, {t.d(1), t.d(0)})},
+            {par, par}, [&](OpBuilder &, ValueRange a) { return a[0]; });
         Value s = t.generic(
             t.fill(t.empty({bq, bk}, t.f32), 0.0), {qs, kt},
             {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(2), t.d(1)}),
