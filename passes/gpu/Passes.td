@@ -97,9 +97,9 @@ def MapForallToGpu : Pass<"map-forall-to-gpu", "mlir::ModuleOp"> {
     dynamic size of 0): the runtime skips those, so consecutive launches
     stay in one region and run asynchronously on one stream.
     Weights (`memref.get_global` of constants) and the views over them are
-    recreated inside the kernel, so kernel outlining copies the constant
-    into the kernel's module: weights live in device memory, uploaded once
-    when the module is loaded.
+    recreated inside the kernel; --device-constants then turns the large
+    ones into device buffers passed to the kernel (the small ones are
+    copied into the kernel's module by kernel outlining).
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128",
@@ -126,6 +126,43 @@ def DeviceMemory : Pass<"device-memory", "mlir::func::FuncOp"> {
     dereference a device pointer on the CPU) is reported at the op.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def DeviceConstants : Pass<"device-constants", "mlir::ModuleOp"> {
+  let summary = "Weights read by kernels as device buffers uploaded once";
+  let description = [{
+    Runs after --map-forall-to-gpu and --device-memory, before kernel
+    outlining. A constant `memref.global` of `min-bytes` bytes or more that
+    a `gpu.launch` reads (`memref.get_global` inside the kernel) is not
+    copied into the kernel's module, where it would be a PTX initialiser
+    (about 4.5 bytes of PTX text per weight byte, assembled by ptxas at
+    every compile and every module load). Instead the host function, at its
+    entry, asks the runtime for the constant's device copy:
+
+      `gatec_cuda_constant(&slot, host_address, bytes)`
+
+    where `slot` is a pointer-sized mutable global of the library made for
+    that constant (`<name>__device`). The first call uploads the bytes into
+    device memory and records the address in the slot; every later call
+    (and run) returns it. The kernels take the device copy as an argument
+    like any other device buffer. The host keeps the constant, which the
+    library emitter writes as raw bytes (weights.o): compile time and
+    library size grow with the weights at copy speed, and the kernels'
+    PTX no longer depends on the model's size.
+
+    The device copy is built as an LLVM memref descriptor (static shape,
+    identity layout) cast to the global's memref type; the casts cancel
+    when the host is lowered to LLVM.
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", "256",
+           "smallest constant moved out of the kernels' modules (smaller "
+           "ones, such as a few scalars, stay kernel initialisers)">,
+  ];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect"
+  ];
 }
 
 def ElideHostWaits : Pass<"elide-host-waits", "mlir::func::FuncOp"> {

@@ -11,9 +11,13 @@ printing wall time, peak RSS and their ratio to the weight bytes.
 With --compile, also the whole compile to a shared library (gatec MODEL
 -o model.so: every phase, the weights packed into micro-kernel panels,
 bitcode, clang), its wall time and peak RSS against the weight bytes.
+With --target cuda, the compile is for the CUDA target (--gpu-arch, default
+sm_90): the kernels' PTX is assembled by ptxas, and the weights are device
+buffers uploaded once at run time (--device-constants), so they reach the
+library as raw bytes as on the CPU; the size of the kernels' PTX is printed.
 
 usage: large_model_import.py [--layers N] [--d D] [--ffn F] [--dir DIR]
-                             [--compile]
+                             [--compile] [--target cpu|cuda] [--gpu-arch A]
 """
 import argparse
 import os
@@ -33,6 +37,8 @@ ap.add_argument("--ffn", type=int, default=2816)
 ap.add_argument("--dir", default="/tmp/gatec-large")
 ap.add_argument("--compile", action="store_true",
                 help="also compile the model to a shared library")
+ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+ap.add_argument("--gpu-arch", default="sm_90")
 ap.add_argument("--inline", action="store_true",
                 help="weights as raw_data inside the protobuf (< 2 GiB)")
 ap.add_argument("--gatec", default=os.path.join(
@@ -122,6 +128,15 @@ print("onnx.load (peer): %6.2f s, peak RSS %7.1f MB (%.2f x weights)" % (pw, prs
 print("ratio gatec/peer: time %.2f, memory %.2f" % (gw / pw, grss / prss))
 if args.compile:
     so = os.path.join(args.dir, "model.so")
-    cw, crss = measure([args.gatec, path, "-o", so])
-    print("gatec compile to .so: %6.2f s, peak RSS %7.1f MB (%.2f x weights); library %.1f MB"
-          % (cw, crss / 1e6, crss / weights, os.path.getsize(so) / 1e6))
+    target = []
+    if args.target == "cuda":
+        target = ["--target=cuda", "--gpu-arch=" + args.gpu_arch]
+    cw, crss = measure([args.gatec, path, "-o", so] + target)
+    print("gatec compile to .so (%s): %6.2f s, peak RSS %7.1f MB (%.2f x weights); library %.1f MB"
+          % (args.target, cw, crss / 1e6, crss / weights, os.path.getsize(so) / 1e6))
+    if args.target == "cuda":
+        kdir = os.path.join(args.dir, "kernels")
+        measure([args.gatec, path, "--emit=none", "--dump-kernels=" + kdir] + target)
+        ptx = [os.path.join(kdir, f) for f in os.listdir(kdir) if f.endswith(".ptx")]
+        print("kernels: %d modules, %.2f MB of PTX in all"
+              % (len(ptx), sum(os.path.getsize(f) for f in ptx) / 1e6))

@@ -33,6 +33,9 @@ std::vector<Phase> cudaPhases(const PipelineOptions &o) {
          m.threads = o.gpuThreads;
          pm.addPass(gpu::createMapForallToGpu(m));
          pm.addNestedPass<mlir::func::FuncOp>(gpu::createDeviceMemory());
+         // Weights as device buffers the runtime uploads once, not PTX
+         // initialisers.
+         pm.addPass(gpu::createDeviceConstants());
          // Outlined first: the canonicalizer would hoist the constants the
          // mapping sank into the kernels back to the host function.
          if (failed(addPassPipeline(pm, "gpu", "gpu-kernel-outlining")))

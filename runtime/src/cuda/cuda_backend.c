@@ -311,6 +311,37 @@ int gatec_cuda_to_host(void *dst, const void *src, size_t bytes) {
                 "copy to the host");
 }
 
+static pthread_mutex_t constant_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *gatec_cuda_constant(void **slot, const void *host,
+                          unsigned long long bytes) {
+  void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p)
+    return p;
+  if (!ready())
+    return NULL;
+  pthread_mutex_lock(&constant_lock);
+  p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!p) {
+    /* Not from the stream-ordered pool: the copy outlives every stream. The
+     * synchronous copy is ordered before the model stream's kernels (a
+     * blocking stream, see mgpuStreamCreate). */
+    CUdeviceptr d = 0;
+    if (check(cu.cuMemAlloc(&d, bytes ? bytes : 1),
+              "cuMemAlloc (a constant of the model)")) {
+      if (!bytes || check(cu.cuMemcpyHtoD(d, host, bytes),
+                          "upload of a constant of the model")) {
+        p = (void *)(uintptr_t)d;
+        __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+      } else {
+        cu.cuMemFree(d);
+      }
+    }
+  }
+  pthread_mutex_unlock(&constant_lock);
+  return p;
+}
+
 /*===--- MLIR's mgpu* functions ------------------------------------------===*/
 
 /* Module load happens when the model library is loaded (a global

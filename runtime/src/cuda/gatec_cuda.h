@@ -30,6 +30,15 @@ void gatec_cuda_free(void *device_ptr);
 int gatec_cuda_to_device(void *device_dst, const void *host_src, size_t bytes);
 int gatec_cuda_to_host(void *host_dst, const void *device_src, size_t bytes);
 
+/* The device copy of a constant of the model (a weight): `bytes` bytes at
+ * `host` are uploaded on the first call for `slot` (a pointer-sized variable
+ * of the model library, initially NULL, one per constant), which then holds
+ * the device address for every later call and run; calls from several
+ * threads upload once. The copy lives until the process ends. NULL on
+ * failure, with the run error set. Called by the host code of the model
+ * (--device-constants), before the kernels that read the constant. */
+void *gatec_cuda_constant(void **slot, const void *host, unsigned long long bytes);
+
 #ifdef __cplusplus
 }
 #endif
