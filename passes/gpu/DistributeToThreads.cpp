@@ -147,10 +147,18 @@ int64_t outputsPerThread(linalg::LinalgOp op, ArrayRef<unsigned> par,
   return total / kOutputsPerThread >= threads ? kOutputsPerThread : 1;
 }
 
+/// A grid-stride block loop's share of an op: this block's index and the
+/// number of blocks.
+struct GridStride {
+  Value block, blocks;
+};
+
 /// Replaces linalg op `op` (on buffers) by a thread-level scf.forall of
 /// `threads` threads that cover its parallel iteration space cyclically,
-/// in groups of outputsPerThread consecutive elements for reductions.
-void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
+/// in groups of outputsPerThread consecutive elements for reductions; with
+/// `grid`, the threads of all the blocks cover it together.
+void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads,
+                      std::optional<GridStride> grid = std::nullopt) {
   Location loc = op.getLoc();
   b.setInsertionPoint(op);
   SmallVector<Range> ranges = op.createLoopRanges(b, loc);
@@ -179,6 +187,14 @@ void distributeLinalg(OpBuilder &b, linalg::LinalgOp op, int64_t threads) {
       threadMapping(b.getContext()));
   b.setInsertionPointToStart(forall.getBody());
   Value tid = forall.getInductionVar(0);
+  if (grid) {
+    AffineExpr d0, d1;
+    bindDims(b.getContext(), d0, d1);
+    tid = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(2, 0, d0 * threads + d1), {grid->block, tid});
+    step = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(1, 0, d0 * threads), {grid->blocks});
+  }
   auto elems = scf::ForOp::create(b, loc, tid, totalV, step);
   b.setInsertionPointToStart(elems.getBody());
   SmallVector<Value> ivs(iters.size());
@@ -387,20 +403,22 @@ struct DistributeToThreadsPass
     return success();
   }
 
-  LogicalResult distributeBlock(OpBuilder &b, Block &block) {
+  LogicalResult distributeBlock(OpBuilder &b, Block &block,
+                                std::optional<GridStride> grid = std::nullopt) {
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         b.setInsertionPoint(copy);
         auto l = linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
                                         copy.getTarget());
         copy.erase();
-        distributeLinalg(b, cast<linalg::LinalgOp>(l.getOperation()), threads);
+        distributeLinalg(b, cast<linalg::LinalgOp>(l.getOperation()), threads,
+                         grid);
         continue;
       }
       if (isDistributable(&op)) {
         auto l = cast<linalg::LinalgOp>(op);
         FailureOr<gatec::gpu::MmaContraction> m = failure();
-        if (mma != "none" && threads % 32 == 0)
+        if (mma != "none" && threads % 32 == 0 && !grid)
           m = gatec::gpu::matchMmaContraction(l);
         if (succeeded(m)) {
           b.setInsertionPoint(l);
@@ -413,7 +431,7 @@ struct DistributeToThreadsPass
           l->erase();
           continue;
         }
-        distributeLinalg(b, l, threads);
+        distributeLinalg(b, l, threads, grid);
         continue;
       }
       if (op.getNumRegions() && containsDistributable(&op)) {
@@ -458,7 +476,7 @@ struct DistributeToThreadsPass
     if (getOperation().isPrivate())
       return;
     OpBuilder b(&getContext());
-    gatec::gpu::wrapHostOpsOnDeviceBuffers(getOperation());
+    gatec::gpu::wrapHostOpsOnDeviceBuffers(getOperation(), threads);
     SmallVector<scf::ForallOp> kernels = gatec::gpu::blockLoops(getOperation());
     for (scf::ForallOp forall : kernels) {
       // Loops nested in a block (a producer fused into a consumer's tile)
@@ -484,7 +502,15 @@ struct DistributeToThreadsPass
         if (call.getCallee().starts_with("dealloc_helper"))
           call.erase();
       });
-      if (failed(distributeBlock(b, *forall.getBody())))
+      std::optional<GridStride> grid;
+      if (forall->hasAttr(gatec::gpu::kGridStrideAttr)) {
+        b.setInsertionPoint(forall);
+        grid = GridStride{
+            forall.getInductionVar(0),
+            getValueOrCreateConstantIndexOp(
+                b, forall.getLoc(), forall.getMixedUpperBound().front())};
+      }
+      if (failed(distributeBlock(b, *forall.getBody(), grid)))
         return signalPassFailure();
     }
   }

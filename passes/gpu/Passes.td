@@ -43,8 +43,13 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
     The end of each thread-level `scf.forall` is a join of the block's
     threads: a barrier on the GPU, nothing on the CPU, where the output of
     this pass runs sequentially with the same results. Ops on device
-    buffers outside any `scf.forall` are wrapped in a one-block `scf.forall`
-    first.
+    buffers outside any `scf.forall` (a concat's copies, a whole-buffer
+    fill) are wrapped in an `scf.forall` first: a linalg op or copy gets
+    ceil(elements / (4 * threads)) blocks (at most 65536, marked
+    `gatec.grid_stride`), whose threads share its elements in a grid-stride
+    loop (block b's thread t starts at b * threads + t, steps by
+    blocks * threads), so no one-block kernel walks data sized at run
+    time; a scalar store gets one block.
 
     With `mma=sync`, a GEMM whose operands are fp16 or bf16 and whose
     accumulators are fp32 (`out_j += extf(A) * extf(B_j)`, A indexed (rows,

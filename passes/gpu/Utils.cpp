@@ -84,6 +84,36 @@ SmallVector<scf::ForallOp> blockLoops(func::FuncOp f) {
 }
 
 namespace {
+/// Elements per thread a grid-stride kernel aims at, and its most blocks.
+constexpr int64_t kElementsPerThread = 4;
+constexpr int64_t kMaxGridStrideBlocks = 65536;
+
+/// The number of points of the parallel iteration space of a linalg op or
+/// memref.copy (built at `b`), or nothing for other ops.
+std::optional<OpFoldResult> parallelElements(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  OpFoldResult total = b.getIndexAttr(1);
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    auto t = cast<MemRefType>(copy.getTarget().getType());
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      total = affine::makeComposedFoldedAffineApply(
+          b, loc, s0 * s1,
+          {total, memref::getMixedSize(b, loc, copy.getTarget(), d)});
+    return total;
+  }
+  auto l = dyn_cast<linalg::LinalgOp>(op);
+  if (!l)
+    return std::nullopt;
+  SmallVector<Range> ranges = l.createLoopRanges(b, loc);
+  for (auto [d, it] : llvm::enumerate(l.getIteratorTypesArray()))
+    if (it == utils::IteratorType::parallel)
+      total = affine::makeComposedFoldedAffineApply(b, loc, s0 * s1,
+                                                    {total, ranges[d].size});
+  return total;
+}
+
 bool computesOnBuffers(Operation *op) {
   return isa<memref::CopyOp, memref::StoreOp>(op) ||
          (isa<linalg::LinalgOp>(op) &&
@@ -91,7 +121,7 @@ bool computesOnBuffers(Operation *op) {
 }
 } // namespace
 
-void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
+void wrapHostOpsOnDeviceBuffers(func::FuncOp f, int64_t threads) {
   llvm::DenseSet<Value> device;
   // A buffer chosen at run time (scf.if, select) is a device buffer if any
   // buffer it may be is, and then all of them are.
@@ -140,9 +170,24 @@ void wrapHostOpsOnDeviceBuffers(func::FuncOp f) {
     OpBuilder b(f.getContext());
     for (Operation *op : wrap) {
       b.setInsertionPoint(op);
-      auto forall = scf::ForallOp::create(
-          b, op->getLoc(), ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-          ValueRange{}, std::nullopt);
+      OpFoldResult blocks = b.getIndexAttr(1);
+      if (auto elems = parallelElements(b, op)) {
+        AffineExpr s0;
+        bindSymbols(b.getContext(), s0);
+        blocks = affine::makeComposedFoldedAffineMin(
+            b, op->getLoc(),
+            AffineMap::get(
+                0, 1,
+                {s0.ceilDiv(kElementsPerThread * threads),
+                 getAffineConstantExpr(kMaxGridStrideBlocks, b.getContext())},
+                b.getContext()),
+            {*elems});
+      }
+      auto forall =
+          scf::ForallOp::create(b, op->getLoc(), ArrayRef<OpFoldResult>{blocks},
+                                ValueRange{}, std::nullopt);
+      if (!isa<memref::StoreOp>(op))
+        forall->setAttr(kGridStrideAttr, b.getUnitAttr());
       op->moveBefore(forall.getBody()->getTerminator());
       changed |= addOperands(op, nullptr);
     }

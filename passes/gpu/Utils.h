@@ -35,12 +35,21 @@ iterationCounts(mlir::OpBuilder &b, mlir::scf::ForallOp forall);
 /// Is `forall` a thread-level loop (mapping #gpu.thread)?
 bool isThreadLoop(mlir::scf::ForallOp forall);
 
+/// On a block-level scf.forall made by wrapHostOpsOnDeviceBuffers around a
+/// lone linalg op or memref.copy: its blocks cover the op's parallel
+/// iteration space together, block b's thread t taking the elements
+/// b * threads + t, then every (blocks * threads)-th (a grid-stride loop).
+constexpr llvm::StringLiteral kGridStrideAttr = "gatec.grid_stride";
+
 /// Wraps every op outside an scf.forall that computes on device buffers
 /// (the function's arguments and results and every buffer a kernel uses; a
-/// linalg op, memref.copy or memref.store) in a one-iteration scf.forall, so
-/// that it becomes a kernel too; repeats until no host op touches a device
-/// buffer that way.
-void wrapHostOpsOnDeviceBuffers(mlir::func::FuncOp f);
+/// linalg op, memref.copy or memref.store) in an scf.forall, so that it
+/// becomes a kernel too; repeats until no host op touches a device buffer
+/// that way. A linalg op or copy gets ceil(elements / (4 * threads)) blocks
+/// (at most 65536), marked kGridStrideAttr: no one-block kernel over data
+/// whose size is known only at run time. Other ops (a scalar store) get one
+/// iteration.
+void wrapHostOpsOnDeviceBuffers(mlir::func::FuncOp f, int64_t threads);
 
 } // namespace gatec::gpu
 

@@ -113,8 +113,8 @@ func.func @two_tiles(%x: memref<8x8xf32>, %out: memref<8x8xf32>) {
 // -----
 
 // An op on a device buffer outside any loop (here a copy into the result)
-// becomes a one-block kernel; a scalar store inside a kernel runs on one
-// thread.
+// becomes a kernel of ceil(elements / (4 * threads)) blocks (here 1); a
+// scalar store inside a kernel runs on one thread.
 // CHECK-LABEL: func.func @host_ops
 // CHECK: scf.forall (%{{.*}}) in (1) {
 // CHECK:   scf.forall (%{{.*}}) in (64) {
@@ -166,6 +166,34 @@ func.func @chosen_at_run_time(%x: memref<8xf32>, %c: i1, %d: i1, %out: memref<8x
   scf.forall (%i) in (2) {
     memref.copy %e, %out : memref<8xf32> to memref<8xf32>
   }
+  return
+}
+
+// -----
+
+// Over data sized at run time (a concat's copy into its slice of the
+// result), the kernel has ceil(n * 1024 / (4 * 64)) blocks, at most 65536,
+// and they share the elements: block b's thread t starts at b * 64 + t and
+// steps by blocks * 64 (a grid-stride loop), so no one-block kernel walks
+// megabytes.
+// CHECK-DAG: #[[BLOCKS:.*]] = affine_map<()[s0] -> (s0 * 4, 65536)>
+// CHECK-DAG: #[[START:.*]] = affine_map<(d0, d1) -> (d0 * 64 + d1)>
+// CHECK-DAG: #[[STEP:.*]] = affine_map<(d0) -> (d0 * 64)>
+// CHECK-LABEL: func.func @grid_stride
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[B:.*]] = affine.min #[[BLOCKS]]()[%[[N]]]
+// CHECK: scf.forall (%[[BID:.*]]) in (%[[B]]) {
+// CHECK:   scf.forall (%[[T:.*]]) in (64) {
+// CHECK:     %[[FIRST:.*]] = affine.apply #[[START]](%[[BID]], %[[T]])
+// CHECK:     %[[STRIDE:.*]] = affine.apply #[[STEP]](%[[B]])
+// CHECK:     scf.for %{{.*}} = %[[FIRST]] to %{{.*}} step %[[STRIDE]] {
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK: } {gatec.grid_stride}
+func.func @grid_stride(%x: memref<?x1024xf32>, %y: memref<?x2048xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x1024xf32>
+  %v = memref.subview %y[0, 1024] [%n, 1024] [1, 1] : memref<?x2048xf32> to memref<?x1024xf32, strided<[2048, 1], offset: 1024>>
+  memref.copy %x, %v : memref<?x1024xf32> to memref<?x1024xf32, strided<[2048, 1], offset: 1024>>
   return
 }
 
