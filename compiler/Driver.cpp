@@ -214,6 +214,10 @@ std::string checkOptions(const CompileOptions &o) {
       return "--gpu-arch=" + p.gpuArch +
              " is not an NVIDIA architecture gatec supports (sm_70 or newer, "
              "e.g. sm_80, sm_90)";
+    if (p.gpuTf32 && sm < 80)
+      return "--gpu-tf32 needs sm_80 or newer (mma.sync with tf32 operands, "
+             "m16n8k8); --gpu-arch=" +
+             p.gpuArch;
     if (p.gpuMma && sm < 80)
       return "--gpu-mma needs sm_80 or newer (mma.sync with bf16/f16 "
              "operands and fp32 accumulators, m16n8k16); --gpu-arch=" +
@@ -225,6 +229,9 @@ std::string checkOptions(const CompileOptions &o) {
              " must be a multiple of 32 from 32 to 1024";
   } else if (!o.dumpKernels.empty()) {
     return "--dump-kernels needs --target=cuda";
+  } else if (p.gpuTf32 && !p.cpuThreadMapping) {
+    return "--gpu-tf32 needs --target=cuda (or, to check its mapping on the "
+           "CPU, --cpu-thread-mapping)";
   } else if (p.gpuMma && !p.cpuThreadMapping) {
     return "--gpu-mma needs --target=cuda (or, to check its mapping on the "
            "CPU, --cpu-thread-mapping)";

@@ -297,11 +297,11 @@ struct Sizer {
 
 /// Bytes a top-level op moves: every buffer it uses that is defined outside
 /// it counts once, as written if anything in it writes there, else as read.
-Kernel measure(Operation *op, Sizer &sizer, bool mma) {
+Kernel measure(Operation *op, Sizer &sizer, bool mma, bool tf32) {
   Kernel k;
   if (mma)
     op->walk([&](linalg::LinalgOp l) {
-      k.mma += succeeded(gpu::matchMmaContraction(l));
+      k.mma += succeeded(gpu::matchMmaContraction(l, tf32));
     });
   k.node = describeNode(op->getLoc());
   k.kind = op->getName().getStringRef().str();
@@ -370,7 +370,9 @@ FailureOr<SmallVector<Kernel>> compileAndMeasure(ModuleOp imported,
   SmallVector<Kernel> out;
   for (Operation &op : f.getBody().front())
     if (isKernel(op)) {
-      out.push_back(measure(&op, sizer, opts.gpuMma && opts.target == "cuda"));
+      out.push_back(measure(
+          &op, sizer, (opts.gpuMma || opts.gpuTf32) && opts.target == "cuda",
+          opts.gpuTf32));
       if (isa<scf::ForallOp>(op) && attention.contains(op.getLoc()))
         out.back().kind = "flash-attn";
     }

@@ -73,7 +73,12 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
       {"linalg", "everything as linalg/tensor/arith/math on tensors",
        [o](mlir::OpPassManager &pm) -> LogicalResult {
          auto &f = pm.nest<mlir::func::FuncOp>();
-         f.addPass(conversion::createConvertLinearAttentionToLoops());
+         // On the GPU (and its CPU emulation) the chunks' products are
+         // linalg ops, spread over a block's threads.
+         conversion::ConvertLinearAttentionToLoopsOptions la;
+         if (o.target == "cuda" || o.cpuThreadMapping)
+           la.products = "linalg";
+         f.addPass(conversion::createConvertLinearAttentionToLoops(la));
          f.addPass(conversion::createConvertGatedToLinalg(
              {/*keepAttention=*/o.flashAttention}));
          f.addPass(conversion::createConvertOnnxToLinalg());
@@ -96,7 +101,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          tiling.fuseProducers = o.fuseProducers;
          // mma.sync takes 16 rows: row blocks of 16 fill its tiles (with
          // --cpu-thread-mapping too, so that the CPU runs the same tiles).
-         if (o.gpuMma)
+         if (o.gpuMma || o.gpuTf32)
            tiling.rows = 16;
          // CPU micro-kernels: row blocks of 32 rows reuse each packed panel
          // of B (K x NR, in L2) over 32 / mr register tiles.

@@ -50,6 +50,9 @@ struct PipelineOptions {
   /// CUDA: fp16/bf16 GEMMs on the tensor cores (mma.sync); with
   /// cpuThreadMapping, their emulation on the CPU.
   bool gpuMma = false;
+  /// CUDA: fp32 GEMMs on the tensor cores too, with tf32 operands
+  /// (mma.sync.m16n8k8); implies gpuMma.
+  bool gpuTf32 = false;
   /// CPU: contractions as register-blocked FMA micro-kernels over weights
   /// packed at compile time (--matmul-micro-kernel); false: scalar loops.
   bool cpuMicroKernels = true;

@@ -213,10 +213,22 @@ def ConvertLinearAttentionToLoops : Pass<"convert-linear-attention-to-loops",
     `bshd` output is written in [B, T, Hq, Dv] order: no transposed copies
     of the sequence.
 
+    With `products=linalg` (the CUDA target and --cpu-thread-mapping) the
+    matrix products are `linalg.generic` contractions instead (the causal
+    ones masking k > m, the row scales a map before them) and Kᵀ a
+    `linalg.transpose`: --distribute-to-threads spreads those over a
+    block's threads, where the vector loops would run on one thread.
+
     Dynamic batch and sequence sizes are supported; head counts and head
     dims must be static (an error otherwise). Run before
     --convert-gated-to-linalg.
   }];
+  let options = [
+    Option<"products", "products", "std::string", "\"vector\"",
+           "the chunked form's matrix products: vector (register-blocked "
+           "vector FMAs, for the CPU) or linalg (linalg contractions, for "
+           "targets that spread linalg ops over threads)">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

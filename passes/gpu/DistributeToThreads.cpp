@@ -419,7 +419,7 @@ struct DistributeToThreadsPass
         auto l = cast<linalg::LinalgOp>(op);
         FailureOr<gatec::gpu::MmaContraction> m = failure();
         if (mma != "none" && threads % 32 == 0 && !grid)
-          m = gatec::gpu::matchMmaContraction(l);
+          m = gatec::gpu::matchMmaContraction(l, tf32);
         if (succeeded(m)) {
           b.setInsertionPoint(l);
           auto forall = scf::ForallOp::create(

@@ -40,7 +40,7 @@ FailureOr<SmallVector<unsigned>> resultDims(AffineMap map) {
 }
 } // namespace
 
-FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
+FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op, bool tf32) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
       op.getNumDpsInits() == 0 || !isa<linalg::GenericOp>(op))
     return failure();
@@ -83,7 +83,15 @@ FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
                    .getDefiningOp<arith::MulFOp>();
     if (!mul)
       return failure();
-    BlockArgument x = extended(mul.getLhs()), y = extended(mul.getRhs());
+    // The operands: extended fp16/bf16 ones, or with tf32 fp32 ones.
+    auto operand = [&](Value v) {
+      BlockArgument e = extended(v);
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!e && tf32 && arg && arg.getType().isF32())
+        return arg;
+      return e;
+    };
+    BlockArgument x = operand(mul.getLhs()), y = operand(mul.getRhs());
     if (!x || !y || x.getOwner() != body || y.getOwner() != body ||
         x.getArgNumber() >= op.getNumDpsInputs() ||
         y.getArgNumber() >= op.getNumDpsInputs())
@@ -115,7 +123,8 @@ FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
     c.b.push_back(oy);
   }
   Type ea = getElementTypeOrSelf(c.a->get().getType());
-  if (!(ea.isBF16() || ea.isF16()))
+  c.tf32 = tf32 && ea.isF32();
+  if (!(ea.isBF16() || ea.isF16() || c.tf32))
     return failure();
   for (OpOperand *o : c.b)
     if (getElementTypeOrSelf(o->get().getType()) != ea)
@@ -124,7 +133,7 @@ FailureOr<MmaContraction> matchMmaContraction(linalg::LinalgOp op) {
   c.n = sizes[c.nDim];
   c.k = sizes[c.kDim];
   if (ShapedType::isDynamic(c.n) || ShapedType::isDynamic(c.k) || c.n % 8 ||
-      c.k % 16)
+      c.k % (c.tf32 ? 8 : 16))
     return failure();
   c.rows = 1;
   for (unsigned d : c.rowDims)
@@ -171,9 +180,13 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
     assert(succeeded(m) && "m16n8k16 f16/f32 fragments have a layout");
     return *m;
   };
+  // tf32: m16n8k8, A 16x8 and B 8x8 (n x k), one 32-bit element per
+  // register (MLIR takes f32 operands as tf32 there).
   Type f16 = b.getF16Type(), f32 = b.getF32Type();
-  AffineMap mapA = coords({16, 16}, f16, Role::A);
-  AffineMap mapB = coords({8, 16}, f16, Role::B);
+  int64_t kStep = c.tf32 ? 8 : 16;
+  Type operandType = c.tf32 ? f32 : f16;
+  AffineMap mapA = coords({16, kStep}, operandType, Role::A);
+  AffineMap mapB = coords({8, kStep}, operandType, Role::B);
   AffineMap mapC = coords({16, 8}, f32, Role::C);
 
   Value warp = expr(d0.floorDiv(32), {tid});
@@ -265,7 +278,7 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
             valid ? arith::SelectOp::create(b, loc, valid, x, zeroF32) : x);
       }
 
-  auto kLoop = scf::ForOp::create(b, loc, cst(0), cst(c.k), cst(16), init);
+  auto kLoop = scf::ForOp::create(b, loc, cst(0), cst(c.k), cst(kStep), init);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(kLoop.getBody());
@@ -288,13 +301,34 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
                        .getResult()
                  : x;
     };
+    // An operand element in f32: extended, or for tf32 rounded to tf32's
+    // 10 mantissa bits as cvt.rna.tf32.f32 does (to nearest, ties away
+    // from zero: add half an ulp to the magnitude, clear the low 13 bits;
+    // NaN and infinity kept).
+    auto toF32 = [&](Value x) -> Value {
+      if (!c.tf32)
+        return arith::ExtFOp::create(b, loc, f32, x);
+      Type i32 = b.getI32Type();
+      auto ci = [&](int64_t v) {
+        return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+      };
+      Value bits = arith::BitcastOp::create(b, loc, i32, x);
+      Value rounded = arith::AndIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, bits, ci(0x1000)),
+          ci(static_cast<int32_t>(0xFFFFE000u)));
+      Value finite = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult,
+          arith::AndIOp::create(b, loc, bits, ci(0x7F800000)), ci(0x7F800000));
+      return arith::BitcastOp::create(
+          b, loc, f32, arith::SelectOp::create(b, loc, finite, rounded, bits));
+    };
     if (emulate) {
       // Each lane's own accumulator elements, from memory.
       for (unsigned j = 0; j < nOut; ++j)
         for (int64_t s = 0; s < nt; ++s)
           for (int64_t v = 0; v < 4; ++v) {
             auto dot =
-                scf::ForOp::create(b, loc, cst(0), cst(16), cst(1),
+                scf::ForOp::create(b, loc, cst(0), cst(kStep), cst(1),
                                    ValueRange{acc[(j * nt + s) * 4 + v]});
             OpBuilder::InsertionGuard gd(b);
             b.setInsertionPointToStart(dot.getBody());
@@ -302,9 +336,7 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
             Value col = expr(d0 + d1 + s * 8, {col0, cCol[v]});
             Value x = loadAt(c.a, cRow[v], col, k);
             Value y = loadAt(c.b[j], Value(), col, k);
-            Value p = arith::MulFOp::create(
-                b, loc, arith::ExtFOp::create(b, loc, f32, x),
-                arith::ExtFOp::create(b, loc, f32, y));
+            Value p = arith::MulFOp::create(b, loc, toF32(x), toF32(y));
             scf::YieldOp::create(
                 b, loc,
                 ValueRange{
@@ -333,7 +365,12 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
       auto frag = [&](int64_t regs, llvm::function_ref<Value(int64_t)> elem) {
         SmallVector<Value> r;
         for (int64_t i = 0; i < regs; ++i)
-          r.push_back(pack(elem(2 * i), elem(2 * i + 1)));
+          r.push_back(c.tf32
+                          ? NVVM::ConvertFloatToTF32Op::create(
+                                b, loc, i32, elem(i), NVVM::FPRoundingMode::RNA,
+                                NVVM::SaturationMode::NONE, /*relu=*/false)
+                                .getResult()
+                          : pack(elem(2 * i), elem(2 * i + 1)));
         return r;
       };
       SmallVector<Value> aRegs = frag(4, [&](int64_t vid) {
@@ -341,7 +378,9 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
         Value k = expr(d0 + d1, {k0, at(mapA, 1, vid)});
         return loadAt(c.a, row, Value(), k);
       });
-      auto ptx = c.elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+      auto ptx = c.tf32           ? NVVM::MMATypes::tf32
+                 : c.elem.isF16() ? NVVM::MMATypes::f16
+                                  : NVVM::MMATypes::bf16;
       Type res = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
       for (unsigned j = 0; j < nOut; ++j)
         for (int64_t s = 0; s < nt; ++s) {
@@ -352,7 +391,7 @@ void emitMmaContraction(OpBuilder &b, linalg::LinalgOp op,
           });
           auto mma = NVVM::MmaOp::create(
               b, loc, res, aRegs, bRegs, acc.slice((j * nt + s) * 4, 4),
-              ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+              ArrayRef<int64_t>{16, 8, kStep}, std::nullopt, std::nullopt,
               std::array<NVVM::MMATypes, 2>{ptx, ptx},
               std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                              NVVM::MMALayout::col});

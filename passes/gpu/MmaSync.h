@@ -19,6 +19,9 @@ namespace gatec::gpu {
 /// static n % 8 == 0 and k % 16 == 0; any number of rows, static or not
 /// (the last 16-row tile is masked).
 struct MmaContraction {
+  /// fp32 operands on the tf32 tensor cores (mma.sync.m16n8k8, operands
+  /// rounded to tf32 with cvt.rna; k % 8 == 0) instead of fp16/bf16.
+  bool tf32 = false;
   unsigned kDim = 0, nDim = 0;
   llvm::SmallVector<unsigned> rowDims;    // parallel dims but n, outer first
   int64_t rows = 0, n = 0, k = 0;         // rows: kDynamic if not static
@@ -27,8 +30,10 @@ struct MmaContraction {
   llvm::SmallVector<mlir::OpOperand *> b; // per output: (k, n)
 };
 
-/// `op` as an MmaContraction, or failure.
-mlir::FailureOr<MmaContraction> matchMmaContraction(mlir::linalg::LinalgOp op);
+/// `op` as an MmaContraction, or failure. With `tf32`, an fp32 GEMM
+/// (`out += A * B_j`, all f32, no extension) matches too, as a tf32 one.
+mlir::FailureOr<MmaContraction> matchMmaContraction(mlir::linalg::LinalgOp op,
+                                                    bool tf32 = false);
 
 /// Emits, at the builder's insertion point inside a thread-level loop of
 /// `threads` threads (a multiple of 32) whose thread index is `tid`, the

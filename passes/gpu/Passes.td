@@ -74,6 +74,11 @@ def DistributeToThreads : Pass<"distribute-to-threads", "mlir::func::FuncOp"> {
            "bytes of scratch per block placed in workgroup (shared) memory "
            "(0: none; 48 KiB is what every CUDA GPU gives a block without "
            "opting in)">,
+    Option<"tf32", "tf32", "bool", "false",
+           "with mma: fp32 GEMMs (out += A * B_j, all f32) on the tensor "
+           "cores too, as mma.m16n8k8 with tf32 operands (rounded with "
+           "cvt.rna.tf32.f32; the emulation rounds the same way) and fp32 "
+           "accumulators">,
     Option<"mma", "mma", "std::string", "\"none\"",
            "fp16/bf16 GEMMs on the tensor cores: none, sync "
            "(nvvm.mma.sync.m16n8k16, fp32 accumulators), emulate (the same "
@@ -168,6 +173,23 @@ def DeviceConstants : Pass<"device-constants", "mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect"
   ];
+}
+
+def FpContract : Pass<"fp-contract"> {
+  let summary = "Mark kernel floating-point multiplies and adds contractible";
+  let description = [{
+    Every `arith.mulf`, `arith.addf` and `arith.subf` inside the op gets
+    the `contract` fast-math flag (the CUDA target runs the pass on each
+    `gpu.module` for sm_90 and newer; for sm_80, ptxas then spills in the
+    flash-attention and chunked linear-attention kernels), which the LLVM
+    lowering keeps: the NVPTX backend then fuses a multiply and the add of
+    its result into one `fma.rn` (one rounding
+    instead of two). Without it LLVM writes `mul.rn` and `add.rn`, which
+    ptxas may not fuse either, and an fp32 GEMM's inner loop issues two
+    instructions per multiply-add. No other flag is set: NaN, infinity and
+    signed-zero semantics are unchanged.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def ElideHostWaits : Pass<"elide-host-waits", "mlir::func::FuncOp"> {

@@ -8,7 +8,9 @@ delta, gated_delta), GQA, with and without past_state, beta per head and
 shared, T not a multiple of the chunk size; each model in the recurrent
 form (the gated phase's IR resumed after `fused`) and the chunked form
 (the default pipeline's chunk 16, and chunk 64 through gatec-opt
---chunk-linear-attention). Stress: log-decays from -1e-4 to -30 per token, some
+--chunk-linear-attention), and chunk 16 in the CUDA target's form
+(gatec --cpu-thread-mapping: the products as linalg contractions spread
+over a block's threads, run on the CPU). Stress: log-decays from -1e-4 to -30 per token, some
 exactly 0, T = 4096: no NaN/Inf and the same tolerance. Resets: log-decays of
 -inf at some tokens (a full reset of the state), in every form.
 
@@ -242,6 +244,10 @@ def main():
         run([gatec, gated_ir, "--compile-from=fused", "-o", libs["recurrent"]])
         libs["chunked16"] = os.path.join(d, "chunked16.so")
         run([gatec, model, "-o", libs["chunked16"]])
+        # The GPU's form (products as linalg ops spread over a block's
+        # threads by --distribute-to-threads), run on the CPU.
+        libs["chunked16_threads"] = os.path.join(d, "chunked16_threads.so")
+        run([gatec, model, "--cpu-thread-mapping", "-o", libs["chunked16_threads"]])
         fused64 = os.path.join(d, "fused64.mlir")
         run([a.gatec_opt, gated_ir, "--chunk-linear-attention=chunk-size=64", "-o", fused64])
         libs["chunked64"] = os.path.join(d, "chunked64.so")

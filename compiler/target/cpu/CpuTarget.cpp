@@ -46,7 +46,8 @@ Phase cpuPhase(const PipelineOptions &o) {
             if (o.cpuThreadMapping) {
               gpu::DistributeToThreadsOptions d;
               d.threads = o.gpuThreads;
-              d.mma = o.gpuMma ? "emulate" : "none";
+              d.mma = o.gpuMma || o.gpuTf32 ? "emulate" : "none";
+              d.tf32 = o.gpuTf32;
               pm.addNestedPass<mlir::func::FuncOp>(
                   gpu::createDistributeToThreads(d));
             } else if (o.cpuMicroKernels) {

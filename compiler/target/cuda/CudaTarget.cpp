@@ -24,7 +24,8 @@ std::vector<Phase> cudaPhases(const PipelineOptions &o) {
        [o](mlir::OpPassManager &pm) -> LogicalResult {
          gpu::DistributeToThreadsOptions d;
          d.threads = o.gpuThreads;
-         d.mma = o.gpuMma ? "sync" : "none";
+         d.mma = o.gpuMma || o.gpuTf32 ? "sync" : "none";
+         d.tf32 = o.gpuTf32;
          // No canonicalization in between: it would fold one-block loops
          // (the kernels of host ops) into their bodies.
          pm.addNestedPass<mlir::func::FuncOp>(
@@ -48,11 +49,21 @@ std::vector<Phase> cudaPhases(const PipelineOptions &o) {
        }},
       {"nvvm", "kernels in the NVVM dialect; host code still on memrefs",
        [o](mlir::OpPassManager &pm) -> LogicalResult {
+         // FMA contraction from sm_90 on: for sm_80, ptxas (CUDA 13) then
+         // keeps the flash-attention and chunked linear-attention kernels
+         // at 255 registers and spills (2.9 KB per thread in a Gated
+         // DeltaNet kernel, 150-164 bytes in the fp16 Llama block's),
+         // which it does not with separate multiplies and adds.
+         unsigned sm = 0;
+         llvm::StringRef(o.gpuArch).drop_front(3).consumeInteger(10, sm);
+         std::string contract = sm >= 90 ? "fp-contract," : "";
          return addPassPipeline(
              pm, "nvvm",
              "nvvm-attach-target{chip=" + o.gpuArch +
                  " features=+ptx80 O=3},"
-                 "gpu.module(lower-affine,expand-strided-metadata,"
+                 "gpu.module(" +
+                 contract +
+                 "lower-affine,expand-strided-metadata,"
                  "lower-affine,convert-vector-to-scf,convert-scf-to-cf,"
                  "convert-vector-to-llvm,convert-gpu-to-nvvm{index-"
                  "bitwidth=64},canonicalize,cse,reconcile-unrealized-casts)");

@@ -30,6 +30,12 @@ Value causal(OpBuilder &b, Location l, int64_t i, int64_t j, bool strict) {
       b, l, strict ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule, vj,
       vi);
 }
+/// k <= m inside a linalg body being built with `b`.
+Value causal_(OpBuilder &b, Location l, unsigned m, unsigned k) {
+  Value vm = linalg::IndexOp::create(b, l, m);
+  Value vk = linalg::IndexOp::create(b, l, k);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ule, vk, vm);
+}
 /// exp(gi − gj) where `keep`, else exp(0) (the exponent is never positive
 /// for non-positive log-decays: gi − gj sums the log-decays j+1 … i).
 Value decayFactor(OpBuilder &b, Location l, Value keep, Value gi, Value gj) {
@@ -55,9 +61,70 @@ Value decayFactor(OpBuilder &b, Location l, Value keep, Value gi, Value gj) {
 /// (each used by MR FMAs) and broadcasts MR scalars of A (each used by NR
 /// FMAs), so that for 4 × 2 vectors of 8 lanes, 6 loads feed 8 FMAs and acc
 /// is read and written once per block, not once per k. f32 throughout.
+/// blockedMatmul's product as linalg ops (Builder::linalgProducts): the row
+/// scales a map over acc, then one contraction over (g,) m, n, k whose
+/// causal terms k > m are selected away.
+Value linalgMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
+                   Value a, bool aTransposed, Value bm, bool causal,
+                   bool accMGN) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  auto accT = cast<RankedTensorType>(acc.getType());
+  bool batched = accT.getRank() == 3;
+  unsigned n = batched ? 4 : 3;
+  // Dims: (g,) m, n, k.
+  unsigned g = 0, m = batched ? 1 : 0, nn = m + 1, k = m + 2;
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto map = [&](ArrayRef<AffineExpr> r) {
+    return AffineMap::get(n, 0, r, ctx);
+  };
+  AffineMap accMap = !batched ? map({d(m), d(nn)})
+                     : accMGN ? map({d(m), d(g), d(nn)})
+                              : map({d(g), d(m), d(nn)});
+  AffineMap aMap = aTransposed ? map({d(k), d(m)})
+                   : batched   ? map({d(g), d(m), d(k)})
+                               : map({d(m), d(k)});
+  AffineMap bMap = map({d(k), d(nn)});
+  if (!accumulate) {
+    acc = l.fill(acc, 0.0);
+  } else if (rowScale) {
+    unsigned r = accT.getRank();
+    int64_t sRows = cast<RankedTensorType>(rowScale.getType()).getDimSize(0);
+    unsigned mDim = batched && !accMGN ? 1 : 0;
+    AffineMap id = b.getMultiDimIdentityMap(r);
+    AffineMap sMap =
+        sRows == 1 ? AffineMap::get(r, 0, {getAffineConstantExpr(0, ctx)}, ctx)
+                   : AffineMap::get(r, 0, {getAffineDimExpr(mDim, ctx)}, ctx);
+    // In place (acc is its own init): a loop-carried state stays one
+    // buffer through bufferization.
+    acc =
+        l.generic(acc, {rowScale}, {sMap, id}, SmallVector<IteratorType>(r, P),
+                  [&](OpBuilder &nb, ValueRange v) -> Value {
+                    return arith::MulFOp::create(nb, l.loc, v[1], v[0]);
+                  });
+  }
+  SmallVector<IteratorType> iters(n, P);
+  iters[k] = R;
+  return l.generic(
+      acc, {a, bm}, {aMap, bMap, accMap}, iters,
+      [&](OpBuilder &nb, ValueRange v) -> Value {
+        Value p = arith::MulFOp::create(nb, l.loc, v[0], v[1]);
+        if (causal) {
+          Value keep = causal_(nb, l.loc, m, k);
+          p = arith::SelectOp::create(
+              nb, l.loc, keep, p,
+              arith::ConstantOp::create(nb, l.loc, nb.getF32FloatAttr(0.0)));
+        }
+        return arith::AddFOp::create(nb, l.loc, v[2], p);
+      });
+}
+
 Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
                     Value a, bool aTransposed, Value bm, bool causal,
                     bool accMGN = false) {
+  if (l.linalgProducts)
+    return linalgMatmul(l, acc, accumulate, rowScale, a, aTransposed, bm,
+                        causal, accMGN);
   OpBuilder &b = l.b;
   Location loc = l.loc;
   auto accT = cast<RankedTensorType>(acc.getType());
@@ -201,7 +268,7 @@ Value transposed(Builder &l, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
   int64_t R = t.getDimSize(0), N = t.getDimSize(1);
   Value init = l.empty({N, R});
-  if (R % 8 != 0 || N % 8 != 0)
+  if (R % 8 != 0 || N % 8 != 0 || l.linalgProducts)
     return linalg::TransposeOp::create(b, loc, x, init, ArrayRef<int64_t>{1, 0})
         ->getResult(0);
   auto vt = VectorType::get({8}, l.f32);

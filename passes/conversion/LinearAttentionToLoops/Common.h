@@ -47,6 +47,11 @@ struct Builder : common::TensorBuilder {
   using TensorBuilder::mapOp;
   using TensorBuilder::TensorBuilder;
 
+  /// The chunked form's matrix products and transposes as linalg ops (the
+  /// pass's products=linalg, for targets that spread linalg ops over
+  /// threads) instead of register-blocked vector loops.
+  bool linalgProducts = false;
+
   /// tensor.empty / zeros of `shape` (f32), dynamic sizes in order.
   Value empty(ArrayRef<int64_t> shape, ValueRange dyn = {}) {
     return empty(shape, f32, dyn);

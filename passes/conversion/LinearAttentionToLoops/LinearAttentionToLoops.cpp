@@ -21,9 +21,10 @@ namespace gatec::conversion {
 namespace gatec::conversion::linear_attention {
 namespace {
 
-LogicalResult lower(gated::LinearAttentionOp op) {
+LogicalResult lower(gated::LinearAttentionOp op, bool linalgProducts) {
   OpBuilder b(op);
   Builder l(b, op.getLoc());
+  l.linalgProducts = linalgProducts;
   Location loc = op.getLoc();
   for (Value v : op->getOperands())
     if (!isa<RankedTensorType>(v.getType()))
@@ -179,12 +180,19 @@ LogicalResult lower(gated::LinearAttentionOp op) {
 struct ConvertLinearAttentionToLoopsPass
     : conversion::impl::ConvertLinearAttentionToLoopsBase<
           ConvertLinearAttentionToLoopsPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (products != "vector" && products != "linalg") {
+      getOperation().emitError("--convert-linear-attention-to-loops: "
+                               "products must be vector or linalg, got '")
+          << products << "'";
+      return signalPassFailure();
+    }
     SmallVector<gated::LinearAttentionOp> ops;
     getOperation().walk(
         [&](gated::LinearAttentionOp op) { ops.push_back(op); });
     for (gated::LinearAttentionOp op : ops)
-      if (failed(lower(op)))
+      if (failed(lower(op, products == "linalg")))
         return signalPassFailure();
   }
 };

@@ -1,4 +1,5 @@
 // RUN: gatec-opt %s --convert-linear-attention-to-loops --canonicalize -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: gatec-opt %s --convert-linear-attention-to-loops=products=linalg --canonicalize -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LINALG
 
 // Chunked gated delta rule with a per-key-channel decay, GQA (2 query heads
 // per KV head), an initial state: an scf.forall over (batch, KV head) (the
@@ -191,4 +192,32 @@ func.func @chunked_scalar_decay(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>
 func.func @head_transposes(%q: tensor<1x?x4x8xf32>, %k: tensor<1x?x2x8xf32>, %v: tensor<1x?x2x8xf32>, %g: tensor<1x?x2x1xf32>) -> (tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>) {
   %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x?x2x1xf32>) {bshd = ["query", "key", "value", "decay", "output"], chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x?x4x8xf32>, tensor<1x?x2x8xf32>, tensor<1x?x2x8xf32> -> tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
   return %o, %f : tensor<1x?x4x8xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// products=linalg (the CUDA target's form): no vector loops; Kᵀ is a
+// linalg.transpose, Q Kᵀ a contraction over (g, m, n, k) from a zero fill,
+// A·U one whose terms above the diagonal are selected away (k <= m), and the
+// state update scales the state in place by exp(G_C) before accumulating
+// the chunk's keys into it.
+// LINALG-LABEL: func.func @chunked_linalg_products
+// LINALG-NOT: vector.
+// LINALG: scf.for {{.*}} -> (tensor<1x?x6xf32>, tensor<8x6xf32>)
+// LINALG: %[[KT:.*]] = linalg.transpose ins(%{{.*}} : tensor<16x8xf32>) outs(%{{.*}} : tensor<8x16xf32>) permutation = [1, 0]
+// LINALG: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x16x16xf32>)
+// LINALG: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[KT]] : tensor<1x16x8xf32>, tensor<8x16xf32>) outs(%[[Z]] : tensor<1x16x16xf32>)
+// LINALG: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<1x16x16xf32>, tensor<16x6xf32>)
+// LINALG: %[[M:.*]] = linalg.index 1 : index
+// LINALG: %[[K:.*]] = linalg.index 3 : index
+// LINALG: %[[KEEP:.*]] = arith.cmpi ule, %[[K]], %[[M]] : index
+// LINALG: arith.select %[[KEEP]]
+// LINALG: %[[S:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<8x6xf32>)
+// LINALG: arith.mulf
+// LINALG: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<16x6xf32>) outs(%[[S]] : tensor<8x6xf32>)
+// LINALG: scf.yield {{.*}} : tensor<1x?x6xf32>, tensor<8x6xf32>
+// LINALG-NOT: vector.
+func.func @chunked_linalg_products(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x6xf32>, %g: tensor<1x2x?x1xf32>) -> (tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>) {
+  %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x6xf32> -> tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
+  return %o, %f : tensor<1x2x?x6xf32>, tensor<1x2x8x6xf32>
 }

@@ -1,4 +1,5 @@
-// RUN: gatec-opt %s --distribute-to-threads="threads=32 mma=sync" --canonicalize --cse | FileCheck %s
+// RUN: gatec-opt %s --split-input-file --distribute-to-threads="threads=32 mma=sync" --canonicalize --cse | FileCheck %s
+// RUN: gatec-opt %s --split-input-file --distribute-to-threads="threads=32 mma=sync tf32=true" --canonicalize --cse | FileCheck %s --check-prefix=TF32
 
 // The lane layout of mma.sync.m16n8k16 (.f16/.bf16 operands, .f32
 // accumulators), pinned to the PTX ISA's figures ("Matrix Fragments for
@@ -71,6 +72,61 @@ func.func @layout(%x: memref<16x16xf16>, %w: memref<16x8xf16>, %y: memref<16x8xf
       %0 = arith.extf %in : f16 to f32
       %1 = arith.extf %in1 : f16 to f32
       %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+  }
+  return
+}
+
+// -----
+
+// The lane layout of mma.sync.m16n8k8 with .tf32 operands (fp32 in memory,
+// rounded by cvt.rna.tf32.f32, one element per 32-bit register), pinned to
+// the PTX ISA's figures ("Matrix Fragments for mma.m16n8k8" .tf32): with
+// g = laneid / 4 and t = laneid % 4,
+//   A (16x8, row): a0 (g, t)  a1 (g+8, t)  a2 (g, t+4)  a3 (g+8, t+4)
+//   B (8x8, col):  b0 (k t, n g)  b1 (k t+4, n g)
+//   C/D (16x8):    as for m16n8k16.
+// Without tf32=true the fp32 GEMM stays on the FMA units.
+// TF32-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0 * 16 + (d1 mod 32) floordiv 4)>
+// TF32-DAG: #[[ROW8:.*]] = affine_map<(d0, d1) -> (d0 * 16 + (d1 mod 32) floordiv 4 + 8)>
+// TF32-DAG: #[[T:.*]] = affine_map<(d0) -> (d0 mod 4)>
+// TF32-DAG: #[[T4:.*]] = affine_map<(d0) -> (d0 mod 4 + 4)>
+// TF32-DAG: #[[G:.*]] = affine_map<(d0) -> ((d0 mod 32) floordiv 4)>
+// TF32-LABEL: func.func @layout_tf32
+// TF32:      scf.forall (%[[L:.*]]) in (32) {
+// TF32:        scf.for %[[TILE:.*]] = %{{.*}} to %c1 step %c1 {
+// TF32-DAG:      %[[R:.*]] = affine.apply #[[ROW]](%[[TILE]], %[[L]])
+// TF32-DAG:      %[[R8:.*]] = affine.apply #[[ROW8]](%[[TILE]], %[[L]])
+// TF32-DAG:      %[[K:.*]] = affine.apply #[[T]](%[[L]])
+// TF32-DAG:      %[[K4:.*]] = affine.apply #[[T4]](%[[L]])
+// TF32-DAG:      %[[N:.*]] = affine.apply #[[G]](%[[L]])
+// TF32-DAG:      %[[A0:.*]] = memref.load %arg0[%[[R]], %[[K]]]
+// TF32-DAG:      %[[A1:.*]] = memref.load %arg0[%[[R8]], %[[K]]]
+// TF32-DAG:      %[[A2:.*]] = memref.load %arg0[%[[R]], %[[K4]]]
+// TF32-DAG:      %[[A3:.*]] = memref.load %arg0[%[[R8]], %[[K4]]]
+// TF32-DAG:      %[[B0:.*]] = memref.load %arg1[%[[K]], %[[N]]]
+// TF32-DAG:      %[[B1:.*]] = memref.load %arg1[%[[K4]], %[[N]]]
+// TF32-DAG:      %[[RA0:.*]] = nvvm.convert.float.to.tf32 %[[A0]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-DAG:      %[[RA1:.*]] = nvvm.convert.float.to.tf32 %[[A1]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-DAG:      %[[RA2:.*]] = nvvm.convert.float.to.tf32 %[[A2]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-DAG:      %[[RA3:.*]] = nvvm.convert.float.to.tf32 %[[A3]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-DAG:      %[[RB0:.*]] = nvvm.convert.float.to.tf32 %[[B0]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-DAG:      %[[RB1:.*]] = nvvm.convert.float.to.tf32 %[[B1]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32:          nvvm.mma.sync A[%[[RA0]], %[[RA1]], %[[RA2]], %[[RA3]]]  B[%[[RB0]], %[[RB1]]]  C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>}
+// CHECK-LABEL: func.func @layout_tf32
+// CHECK-NOT: nvvm.mma.sync
+#a = affine_map<(m, k, n) -> (m, k)>
+#w = affine_map<(m, k, n) -> (k, n)>
+#o = affine_map<(m, k, n) -> (m, n)>
+func.func @layout_tf32(%x: memref<16x8xf32>, %w: memref<8x8xf32>, %y: memref<16x8xf32>) {
+  scf.forall (%i) in (1) {
+    linalg.generic {indexing_maps = [#a, #w, #o],
+                    iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%x, %w : memref<16x8xf32>, memref<8x8xf32>) outs(%y : memref<16x8xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %2 = arith.mulf %in, %in1 : f32
       %3 = arith.addf %out, %2 : f32
       linalg.yield %3 : f32
     }
