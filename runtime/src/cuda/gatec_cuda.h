@@ -37,7 +37,8 @@ int gatec_cuda_to_host(void *host_dst, const void *device_src, size_t bytes);
  * threads upload once. The copy lives until the process ends. NULL on
  * failure, with the run error set. Called by the host code of the model
  * (--device-constants), before the kernels that read the constant. */
-void *gatec_cuda_constant(void **slot, const void *host, unsigned long long bytes);
+void *gatec_cuda_constant(void **slot, const void *host,
+                          unsigned long long bytes);
 
 #ifdef __cplusplus
 }
