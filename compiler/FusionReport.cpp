@@ -428,6 +428,7 @@ LogicalResult printFusionReport(ModuleOp imported, int firstPhase,
   unfused.flashAttention = false;
   unfused.widenProjections = false;
   unfused.fuseProducers = false;
+  unfused.fuseNormEpilogue = false;
   auto a = compileAndMeasure(imported, firstPhase, unfused,
                              Sizer(dynamicDim, dimParams));
   auto b = compileAndMeasure(imported, firstPhase, fused,

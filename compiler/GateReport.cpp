@@ -155,10 +155,27 @@ std::string biasText(const Source &s) {
 
 void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
   SmallVector<Row> rows;
+  // The output gate of a gated RMSNorm (its own op, or fused into the
+  // linear attention whose rows it normalises).
+  auto normGate = [](Value gate, gated::GateActivation act, Location loc) {
+    Row r;
+    r.where = describeLocation(loc);
+    Source s = sourceOf(gate);
+    r.placement = "gated RMSNorm output (norm(x) * act(z))";
+    r.granularity = "elementwise";
+    r.activation = gated::stringifyGateActivation(act).str();
+    r.params = paramText(s, widthPerToken(gate, false));
+    r.value = biasText(s);
+    return r;
+  };
   module.walk([&](Operation *op) {
     Row r;
     r.where = describeLocation(op->getLoc());
-    if (auto a = dyn_cast<gated::AttentionOp>(op)) {
+    if (auto n = dyn_cast<gated::RMSNormOp>(op)) {
+      if (!n.getGate())
+        return;
+      r = normGate(n.getGate(), *n.getGateActivation(), op->getLoc());
+    } else if (auto a = dyn_cast<gated::AttentionOp>(op)) {
       if (!a.getGate())
         return;
       Source s = sourceOf(a.getGate());
@@ -277,6 +294,11 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
                     ? "state " + std::to_string(ks.back()) + "x" +
                           std::to_string(v.getShape().back()) + " per head"
                     : "state per head";
+      if (la.getNormGate()) {
+        rows.push_back(r);
+        r = normGate(la.getNormGate(), *la.getNormGateActivation(),
+                     op->getLoc());
+      }
     } else if (auto res = dyn_cast<gated::ResidualOp>(op)) {
       gated::ResidualKind k = res.getKind();
       if (k == gated::ResidualKind::add)

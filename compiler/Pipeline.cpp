@@ -67,6 +67,9 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          pm.addNestedPass<mlir::func::FuncOp>(
              gated::createChunkLinearAttention());
          pm.addNestedPass<mlir::func::FuncOp>(fusion::createAbsorbHeadLayout());
+         if (o.fuseNormEpilogue)
+           pm.addNestedPass<mlir::func::FuncOp>(
+               fusion::createFuseLinearAttentionEpilogue());
          pm.addPass(mlir::createCSEPass());
          return success();
        }},

@@ -32,6 +32,9 @@ struct PipelineOptions {
   bool flashAttention = true;
   /// The projections of one activation as one GEMM (--widen-projections).
   bool widenProjections = true;
+  /// The RMSNorm (and its gate) after linear attention as the linear
+  /// attention's epilogue (--fuse-linear-attention-epilogue).
+  bool fuseNormEpilogue = true;
   /// Producers fused into their consumers' loops (--tile-and-fuse-linalg's
   /// fusion, --fuse-elementwise); false: one loop nest per linalg op.
   bool fuseProducers = true;

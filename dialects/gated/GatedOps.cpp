@@ -386,8 +386,27 @@ static LogicalResult verifyNorm(Operation *op, Value x, Value weight,
 }
 
 LogicalResult RMSNormOp::verify() {
-  return verifyNorm(*this, getX(), getWeight(), {},
-                    getEpsilon().convertToFloat());
+  if (failed(verifyNorm(*this, getX(), getWeight(), {},
+                        getEpsilon().convertToFloat())))
+    return failure();
+  if ((bool)getGate() != (bool)getGateActivation())
+    return emitOpError() << "a gate needs its gate_activation and a "
+                            "gate_activation its gate";
+  if (!getGate())
+    return success();
+  if (failed(sameElementType(*this, {getX(), getGate()})))
+    return failure();
+  auto xt = cast<ShapedType>(getX().getType());
+  auto gt = cast<ShapedType>(getGate().getType());
+  if (xt.hasRank() && gt.hasRank()) {
+    bool same = xt.getRank() == gt.getRank();
+    for (int64_t i = 0; same && i < xt.getRank(); ++i)
+      same = mayEqual(xt.getDimSize(i), gt.getDimSize(i));
+    if (!same)
+      return emitOpError() << "gate must have x's shape " << xt << ", got "
+                           << gt;
+  }
+  return success();
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -407,6 +426,8 @@ LogicalResult LinearAttentionOp::verify() {
   if (!getInitialState() && se != getElementTypeOrSelf(getQuery().getType()))
     return emitOpError() << "without an initial state, the final state has "
                             "the query's element type";
+  if (failed(verifyNormEpilogue()))
+    return failure();
   if (getChunkSize() <= 0)
     return emitOpError() << "chunk_size must be positive, got "
                          << getChunkSize();
@@ -427,11 +448,12 @@ LogicalResult LinearAttentionOp::verify() {
     return emitOpError() << "update rule '" << name << "' "
                          << (deltaRule ? "needs" : "takes no")
                          << " beta operand";
+  // The sequence operands, states and results (not the epilogue's).
   SmallVector<ShapedType> all;
-  for (Value v : getOperands())
-    all.push_back(cast<ShapedType>(v.getType()));
-  for (Value v : getResults())
-    all.push_back(cast<ShapedType>(v.getType()));
+  for (Value v : {getQuery(), getKey(), getValue(), getDecay(), getBeta(),
+                  getInitialState(), getOutput(), getFinalState()})
+    if (v)
+      all.push_back(cast<ShapedType>(v.getType()));
   for (ShapedType t : all)
     if (!t.hasRank())
       return success();
@@ -500,6 +522,45 @@ LogicalResult LinearAttentionOp::verify() {
     if (failed(expect(getBeta(), "beta", {b, h, t, 1})))
       return failure();
   }
+  return success();
+}
+
+/// The gated RMSNorm epilogue: weight [Dv] with its epsilon, and a gate
+/// of the output's rows ([..., Dv]) with its activation.
+LogicalResult LinearAttentionOp::verifyNormEpilogue() {
+  if ((bool)getNormWeight() != (bool)getNormEpsilon())
+    return emitOpError() << "norm_weight and norm_epsilon go together";
+  if ((bool)getNormGate() != (bool)getNormGateActivation())
+    return emitOpError() << "norm_gate and norm_gate_activation go together";
+  if (getNormGate() && !getNormWeight())
+    return emitOpError() << "norm_gate needs norm_weight (the gate is on the "
+                            "normalised rows)";
+  if (getNormUnitOffset() && !getNormWeight())
+    return emitOpError() << "norm_unit_offset needs norm_weight";
+  if (!getNormWeight())
+    return success();
+  if (!(getNormEpsilon()->convertToFloat() >= 0.0f))
+    return emitOpError() << "norm_epsilon must be >= 0";
+  auto vt = dyn_cast<RankedTensorType>(getValue().getType());
+  int64_t dv = vt && vt.getRank() == 4 ? vt.getDimSize(3) : kDyn;
+  auto wt = dyn_cast<RankedTensorType>(getNormWeight().getType());
+  if (wt && (wt.getRank() != 1 || !mayEqual(wt.getDimSize(0), dv)))
+    return emitOpError() << "norm_weight must be [Dv], got " << wt;
+  if (!getNormGate())
+    return success();
+  auto gt = dyn_cast<RankedTensorType>(getNormGate().getType());
+  if (gt &&
+      (gt.getRank() < 2 || !mayEqual(gt.getDimSize(gt.getRank() - 1), dv)))
+    return emitOpError() << "norm_gate must be [..., Dv] (a row per output "
+                            "row), got "
+                         << gt;
+  auto ot = dyn_cast<RankedTensorType>(getOutput().getType());
+  if (gt && ot && gt.hasStaticShape() && ot.hasStaticShape() &&
+      gt.getNumElements() != ot.getNumElements())
+    return emitOpError() << "norm_gate " << gt
+                         << " must hold as many elements as the output " << ot;
+  if (getElementTypeOrSelf(gt) != getElementTypeOrSelf(ot))
+    return emitOpError() << "norm_gate must have the output's element type";
   return success();
 }
 

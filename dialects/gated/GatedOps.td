@@ -268,19 +268,33 @@ def Gated_ResidualOp : Gated_Op<"residual", [AllTypesMatch<["x", "result"]>]> {
 }
 
 def Gated_RMSNormOp : Gated_Op<"rms_norm", [AllTypesMatch<["x", "result"]>]> {
-  let summary = "RMSNorm over the last dimension";
+  let summary = "RMSNorm over the last dimension, optionally gated";
   let description = [{
       result = x / sqrt(mean_last(x²) + epsilon) ⊙ w        (or ⊙ (1 + w)
                                                              with unit_offset)
     x [..., D], weight [D]; epsilon is read from the graph. Computed in f32.
+
+    With a gate (the gated RMSNorm of Gated DeltaNet and Qwen3-Next,
+    FLA's FusedRMSNormGated; an output gate on the normalised row):
+
+      result = x / sqrt(mean_last(x²) + epsilon) ⊙ w ⊙ act(gate)
+
+    gate has x's shape (elementwise) and holds the logits; act is
+    `gate_activation` (sigmoid, ns_sigmoid, silu). The gate is applied after
+    the norm
+    (Mamba2's gated norm, which gates before it, is not this op).
     Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization";
-    ONNX RMSNormalization-23; the (1 + w) form of Gemma / Qwen3-Next.
+    ONNX RMSNormalization-23; the (1 + w) form of Gemma / Qwen3-Next; Yang
+    et al. 2025, "Gated Delta Networks" (output gate, section 3.3).
   }];
   let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$weight,
-                       F32Attr:$epsilon, UnitAttr:$unit_offset);
+                       Optional<Gated_FloatTensor>:$gate,
+                       F32Attr:$epsilon, UnitAttr:$unit_offset,
+                       OptionalAttr<Gated_GateActivation>:$gate_activation);
   let results = (outs Gated_FloatTensor:$result);
   let assemblyFormat = [{
-    $x `,` $weight attr-dict `:` type($x) `,` type($weight)
+    $x `,` $weight (`gate` `(` $gate^ `:` type($gate) `,` $gate_activation `)`)?
+    attr-dict `:` type($x) `,` type($weight)
   }];
 }
 
@@ -345,6 +359,21 @@ def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
     allows any real decay; a positive one (growth) is computed as written
     (see --chunk-linear-attention for the compile-time check).
 
+    Epilogue (the gated RMSNorm of Gated DeltaNet / Qwen3-Next, moved
+    into the op by --fuse-linear-attention-epilogue): with `norm_weight` w
+    [Dv], each output row o = output[b, hq, t, :] is written as
+
+      o / sqrt(mean(o²) + norm_epsilon) ⊙ w  (⊙ (1 + w) with
+                                              norm_unit_offset)
+      ⊙ act(z)          with `norm_gate` (act: `norm_gate_activation`)
+
+    where z is the output row's row of `norm_gate`: a tensor of the
+    output's elements with last dim Dv ([B·Hq·T, Dv], or the output's own
+    shape), its rows in the order of the output's rows as the output is
+    laid out (so [B, T, Hq] order when `bshd` names the output). The norm
+    is over the head dim only, so each task applies it to the rows it has
+    just computed, before they are stored.
+
     Source: ONNX LinearAttention-27 (onnx 1.22, operator specification and
     reference implementation); Yang et al. 2024, "Gated Linear Attention
     Transformers with Hardware-Efficient Training" (chunkwise form,
@@ -363,18 +392,27 @@ def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
     Gated_LinearAttentionForm:$form,
     F32Attr:$scale,
     DefaultValuedAttr<I64Attr, "64">:$chunk_size,
-    OptionalAttr<StrArrayAttr>:$bshd);
+    OptionalAttr<StrArrayAttr>:$bshd,
+    Optional<Gated_FloatTensor>:$norm_weight,
+    Optional<Gated_FloatTensor>:$norm_gate,
+    OptionalAttr<F32Attr>:$norm_epsilon,
+    UnitAttr:$norm_unit_offset,
+    OptionalAttr<Gated_GateActivation>:$norm_gate_activation);
   let results = (outs Gated_FloatTensor:$output,
                       Gated_FloatTensor:$final_state);
   let extraClassDeclaration = [{
     /// The operand or result `name` is in [B, T, H, D] order (see `bshd`).
     bool isBshd(::llvm::StringRef name);
+    ::mlir::LogicalResult verifyNormEpilogue();
   }];
   let assemblyFormat = [{
     $update_rule $form $query `,` $key `,` $value
     (`decay` `(` $decay^ `:` type($decay) `)`)?
     (`beta` `(` $beta^ `:` type($beta) `)`)?
     (`state` `(` $initial_state^ `:` type($initial_state) `)`)?
+    (`norm` `(` $norm_weight^ `:` type($norm_weight) `)`)?
+    (`norm_gate` `(` $norm_gate^ `:` type($norm_gate) `,`
+       $norm_gate_activation `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->`
     type($output) `,` type($final_state)
   }];

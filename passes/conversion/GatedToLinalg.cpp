@@ -289,8 +289,11 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   Value n = lastDimF32(l, op.getX());
   Value eps = l.cst(op.getEpsilon().convertToDouble());
   bool offset = (bool)op.getUnitOffset();
+  SmallVector<Value> ins{op.getX(), ss, op.getWeight()};
+  if (op.getGate())
+    ins.push_back(op.getGate());
   Value r = l.elementwise(
-      t, {op.getX(), ss, op.getWeight()}, selfDims(op.getX()),
+      t, ins, selfDims(op.getX()),
       [&](OpBuilder &nb, ValueRange a) {
         Location loc = l.loc;
         Value mean = arith::DivFOp::create(nb, loc, a[1], n);
@@ -301,6 +304,11 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
           w = arith::AddFOp::create(nb, loc, l.cst(nb, 1.0), w);
         Value v = arith::MulFOp::create(
             nb, loc, arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), inv), w);
+        // The gated RMSNorm's output gate, on the normalised row.
+        if (op.getGate())
+          v = arith::MulFOp::create(
+              nb, loc, v,
+              l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[3])));
         return l.trunc(nb, v, e);
       },
       {false, true});

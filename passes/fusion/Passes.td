@@ -56,4 +56,28 @@ def AbsorbHeadLayout : Pass<"absorb-head-layout", "mlir::func::FuncOp"> {
   let dependentDialects = ["gatec::gated::GatedDialect"];
 }
 
+def FuseLinearAttentionEpilogue
+    : Pass<"fuse-linear-attention-epilogue", "mlir::func::FuncOp"> {
+  let summary = "The gated RMSNorm after linear attention into its epilogue";
+  let description = [{
+    Gated DeltaNet (Qwen3-Next) normalises each head's output row and gates
+    it, y = RMSNorm(o) ⊙ silu(z), before the output projection. The norm is
+    over the head dim Dv, so the linear attention task that computes a
+    row can finish it: this pass moves a gated.rms_norm (with or without
+    its gate) that reads a gated.linear_attention output into the op's
+    norm_weight / norm_gate epilogue. The output is then written once,
+    normalised and gated, instead of written, read back by a norm kernel
+    and written again.
+
+    The norm must read the output through onnx.Reshape ops only (they keep
+    the order of the elements), none of which, nor the output, has another
+    reader, and its last dim must be the output's Dv. The gate is passed
+    as the norm saw it (its rows are the output's rows in the same order).
+    When the weight or the gate is computed after the linear attention,
+    the op moves down to the norm (if its final state is read only after
+    the norm). The op's location fuses the norm's.
+  }];
+  let dependentDialects = ["gatec::gated::GatedDialect"];
+}
+
 #endif

@@ -21,7 +21,10 @@ def RaiseNorms : Pass<"raise-norms", "mlir::func::FuncOp"> {
                                            the same type are seen through)
       (x − mean(x)) / sqrt(mean((x − mean(x))²) + eps) · w + b
     epsilon must be a constant scalar. A weight of the form (1 + w) gives
-    `unit_offset`.
+    `unit_offset`. An RMSNorm whose only reader multiplies it by act(z),
+    z of the norm's shape and act Sigmoid(z), 0.5 + 0.5·Sigmoid(z) or
+    z·Sigmoid(z) (SiLU), is the gated RMSNorm of Gated DeltaNet / Qwen3-Next
+    (FLA's FusedRMSNormGated): one gated.rms_norm with that gate.
   }];
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }

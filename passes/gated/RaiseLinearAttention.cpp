@@ -101,7 +101,9 @@ LogicalResult raise(onnx::LinearAttentionOp op) {
   auto la = gated::LinearAttentionOp::create(
       rewriter, loc, TypeRange{outType, stateType}, q, k, v, decay, beta, state,
       *rule, gated::LinearAttentionForm::recurrent, APFloat((float)scale),
-      op.getChunkSize(), /*bshd=*/nullptr);
+      op.getChunkSize(), /*bshd=*/nullptr, /*norm_weight=*/Value(),
+      /*norm_gate=*/Value(), /*norm_epsilon=*/nullptr,
+      /*norm_unit_offset=*/false, /*norm_gate_activation=*/nullptr);
   if (!verifiesQuietly(la)) {
     rewriter.eraseOp(la);
     return failure();
@@ -204,7 +206,9 @@ bool raiseQuadratic(onnx::MatMulOp mm) {
         rewriter, loc, TypeRange{mm.getY().getType(), stateType}, q, k, v, g,
         Value(), Value(), gated::LinearAttentionRule::gated,
         gated::LinearAttentionForm::recurrent, APFloat((float)scale), 64,
-        /*bshd=*/nullptr);
+        /*bshd=*/nullptr, /*norm_weight=*/Value(), /*norm_gate=*/Value(),
+        /*norm_epsilon=*/nullptr, /*norm_unit_offset=*/false,
+        /*norm_gate_activation=*/nullptr);
     if (!verifiesQuietly(la)) {
       rewriter.eraseOp(la);
       return false;

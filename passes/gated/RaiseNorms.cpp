@@ -3,6 +3,7 @@
 #include "passes/gated/Passes.h"
 
 #include "dialects/onnx/ConstantValues.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace gatec::gated {
@@ -103,8 +104,52 @@ struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
       collectMatched(op.getResult(), {x, w}, matched);
       auto norm = gated::RMSNormOp::create(
           rewriter, fuseLocs(getContext(), matched), op.getType(), x, w,
-          rewriter.getF32FloatAttr(eps), /*unit_offset=*/UnitAttr());
+          /*gate=*/Value(), rewriter.getF32FloatAttr(eps),
+          /*unit_offset=*/UnitAttr(), /*gate_activation=*/nullptr);
       rewriter.replaceOp(op, norm.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// Mul(gated.rms_norm(x, w), act(z)) (either order; act sigmoid,
+/// 0.5 + 0.5·sigmoid or z·sigmoid(z), z of x's type) -> the gated RMSNorm
+/// gated.rms_norm(x, w) gate(z, act): Gated DeltaNet's output gate.
+struct GatedRMSNorm : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [n, g] :
+         {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto norm = def<gated::RMSNormOp>(n);
+      if (!norm || norm.getGate() || !norm->hasOneUse() ||
+          norm.getType() != op.getType() || g.getType() != op.getType())
+        continue;
+      // The activation may be computed before a reshape to the norm's
+      // shape (act(z) then Reshape): the same reshapes are applied to z.
+      SmallVector<onnx::ReshapeOp> reshapes;
+      Value a = g;
+      while (auto r = def<onnx::ReshapeOp>(a)) {
+        reshapes.push_back(r);
+        a = r.getData();
+      }
+      gated::GateActivation act;
+      Value z = gateLogits(a, act);
+      if (!z || z.getType() != a.getType())
+        continue;
+      SmallVector<Operation *> matched{norm};
+      collectMatched(op.getResult(), {n, z}, matched);
+      for (onnx::ReshapeOp r : llvm::reverse(reshapes)) {
+        IRMapping map;
+        map.map(r.getData(), z);
+        z = rewriter.clone(*r, map)->getResult(0);
+      }
+      auto gatedNorm = gated::RMSNormOp::create(
+          rewriter, fuseLocs(getContext(), matched), op.getType(), norm.getX(),
+          norm.getWeight(), z, norm.getEpsilonAttr(), norm.getUnitOffsetAttr(),
+          gated::GateActivationAttr::get(getContext(), act));
+      rewriter.replaceOp(op, gatedNorm.getResult());
       return success();
     }
     return failure();
@@ -123,8 +168,9 @@ struct RMSNormalizationOp : OpRewritePattern<onnx::RMSNormalizationOp> {
         op.getX().getType() != op.getType())
       return failure();
     rewriter.replaceOpWithNewOp<gated::RMSNormOp>(
-        op, op.getType(), op.getX(), op.getScale(), op.getEpsilonAttr(),
-        /*unit_offset=*/UnitAttr());
+        op, op.getType(), op.getX(), op.getScale(), /*gate=*/Value(),
+        op.getEpsilonAttr(), /*unit_offset=*/UnitAttr(),
+        /*gate_activation=*/nullptr);
     return success();
   }
 };
@@ -215,7 +261,7 @@ struct RaiseNormsPass : gated::impl::RaiseNormsBase<RaiseNormsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposedRMSNorm, RMSNormalizationOp, LayerNormalizationOp,
-                 DecomposedLayerNorm>(&getContext());
+                 DecomposedLayerNorm, GatedRMSNorm>(&getContext());
     // Not converging within the driver's iterations is no error (as in
     // upstream canonicalize): every rewrite left valid IR. Failing here
     // failed the compile without a message.

@@ -76,6 +76,9 @@ ROUTER = "MoE router (gate over experts)"
 GDN = "decay (linear attention, gated_delta)"  # Gated DeltaNet
 SSD = "decay (linear attention, gated)"  # Mamba2's SSD: scalar decay per head
 SHORT_CONV = "short conv (B·x, C·conv)"  # LFM2's gated depthwise convolution
+# Gated DeltaNet's output gate: RMSNorm(o) ⊙ silu(z) over each head's row
+# (fused into the linear attention's epilogue in the fused phase).
+GATED_NORM = "gated RMSNorm output (norm(x) * act(z))"
 EXPECT = {
     "llama": (2, 0, SWIGLU2),
     "mistral": (2, 0, SWIGLU2),
@@ -99,9 +102,9 @@ EXPECT = {
     # attention and its FFN: the recurrence's decay gate (gated.linear_attention
     # in the report) and its output gate.
     "qwen3_next_hybrid": (1, 1, {"FFN (SwiGLU)": 2, "G1 (attention output)": 1, ROUTER: 2,
-                                 "shared expert (MoE)": 2, GDN: 1}),
+                                 "shared expert (MoE)": 2, GDN: 1, GATED_NORM: 1}),
     "qwen3_next_hybrid_dense": (1, 1, {"FFN (SwiGLU)": 2, "G1 (attention output)": 1,
-                                       GDN: 1}),
+                                       GDN: 1, GATED_NORM: 1}),
     # mamba2_onnx27 (python -m gatec.export): the SSD as LinearAttention-27
     # (update_rule gated), one decay gate per layer, prefill and decode.
     "mamba2": (0, 0, {SSD: 2}),

@@ -5,7 +5,8 @@ output and present_state with an fp64 sequential recurrence
 
 Every update rule (linear, gated with per-key-channel and per-head decay,
 delta, gated_delta), GQA, with and without past_state, beta per head and
-shared, T not a multiple of the chunk size; each model in the recurrent
+shared, T not a multiple of the chunk size, and followed by Gated
+DeltaNet's gated RMSNorm (fused into the op's epilogue, and not); each model in the recurrent
 form (the gated phase's IR resumed after `fused`) and the chunked form
 (the default pipeline's chunk 16, and chunk 64 through gatec-opt
 --chunk-linear-attention), and chunk 16 in the CUDA target's form
@@ -51,10 +52,17 @@ LOWP_TOL = 5e-3
 LOWP = {"f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 
 
-def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state, dtype=None):
+NORM_EPS = 1e-6
+
+
+def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state, dtype=None,
+               norm=False):
     """LinearAttention-27 with a dynamic sequence length T; with `dtype`
     (f16/bf16) its operands and results are in that type (fp32 graph inputs
-    and outputs, Cast in and out)."""
+    and outputs, Cast in and out). With `norm`, Gated DeltaNet's gated
+    RMSNorm follows, as Qwen3-Next writes it: the output's rows of Dv
+    through RMSNormalization-23 (weight `norm_w`, an initializer) times
+    silu(z) for an input z of the output's shape."""
     f = TensorProto.FLOAT
     ins = [helper.make_tensor_value_info("query", f, [B, "T", Hq * Dk]),
            helper.make_tensor_value_info("key", f, [B, "T", Hkv * Dk]),
@@ -80,12 +88,31 @@ def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state, dty
         names = [n + "_lp" if n else n for n in names]
         cast_out = [helper.make_node("Cast", [r + "_lp"], [r], to=f) for r in results]
         results = [r + "_lp" for r in results]
+    inits = []
+    if norm:
+        results = ["la_output"] + results[1:]
     nodes = cast_in + [helper.make_node("LinearAttention", names, results, name="la",
                                         q_num_heads=Hq, kv_num_heads=Hkv,
                                         update_rule=rule)] + cast_out
+    if norm:
+        ins.append(helper.make_tensor_value_info("z", f, [B, "T", Hq * Dv]))
+        w = np.random.default_rng(7).uniform(0.5, 1.5, Dv).astype(np.float32)
+        inits = [onnx.numpy_helper.from_array(w, "norm_w"),
+                 onnx.numpy_helper.from_array(np.array([-1, Dv], np.int64), "rows")]
+        nodes += [
+            helper.make_node("Reshape", ["la_output", "rows"], ["o_rows"]),
+            helper.make_node("RMSNormalization", ["o_rows", "norm_w"], ["o_norm"],
+                             axis=-1, epsilon=NORM_EPS, name="norm"),
+            helper.make_node("Reshape", ["z", "rows"], ["z_rows"]),
+            helper.make_node("Sigmoid", ["z_rows"], ["z_sig"]),
+            helper.make_node("Mul", ["z_rows", "z_sig"], ["z_silu"]),
+            helper.make_node("Mul", ["o_norm", "z_silu"], ["y_rows"]),
+            helper.make_node("Shape", ["z"], ["z_shape"]),
+            helper.make_node("Reshape", ["y_rows", "z_shape"], ["output"]),
+        ]
     outs = [helper.make_tensor_value_info("output", f, [B, "T", Hq * Dv]),
             helper.make_tensor_value_info("present_state", f, [B, Hkv, Dk, Dv])]
-    g = helper.make_graph(nodes, "la", ins, outs)
+    g = helper.make_graph(nodes, "la", ins, outs, initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 27)])
     onnx.save(m, path)
     return [i.name for i in ins]
@@ -144,6 +171,8 @@ def make_inputs(rng, names, rule, B, T, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, 
         x["decay"] = log_decays(rng, (B, T, Hkv * Dk if decay_kind == "channel" else Hkv), stress)
     if beta_kind:
         x["beta"] = rng.uniform(0.05, 1.0, (B, T, Hkv if beta_kind == "heads" else 1))
+    if "z" in names:
+        x["z"] = rng.standard_normal((B, T, Hq * Dv)) * 2.0
     return {n: a.astype(np.float32) for n, a in x.items()}
 
 
@@ -165,7 +194,15 @@ def reference(x, rule, Hq, Hkv, Dk, Dv):
     beta = heads(x["beta"], x["beta"].shape[2]) if "beta" in x else None
     o, s = ref.linear_attention(q, k, v, rule, 1.0 / np.sqrt(Dk), decay, beta,
                                 x.get("past_state"))
-    return o.transpose(0, 2, 1, 3).reshape(B, T, Hq * Dv), s
+    o = o.transpose(0, 2, 1, 3).reshape(B, T, Hq * Dv)
+    if "z" in x:
+        # Gated DeltaNet's gated RMSNorm over each head's row of Dv.
+        w = np.random.default_rng(7).uniform(0.5, 1.5, Dv).astype(np.float32)
+        rows = o.reshape(-1, Dv)
+        z = x["z"].astype(np.float64).reshape(-1, Dv)
+        rows = rows / np.sqrt(np.mean(rows ** 2, axis=-1, keepdims=True) + NORM_EPS)
+        o = (rows * w * z / (1.0 + np.exp(-z))).reshape(B, T, Hq * Dv)
+    return o, s
 
 
 def rel_rms(got, want):
@@ -222,6 +259,16 @@ def main():
         ("gated_delta_bf16", "gated_delta", 2, 4, 2, 8, 8, "head", "heads", True, [1, 70], "bf16"),
         ("gated_channel_f16", "gated", 1, 2, 2, 8, 8, "channel", None, True, [37], "f16"),
     ]
+    # Gated DeltaNet's gated RMSNorm after the op (norm_*): fused into its
+    # epilogue by --fuse-linear-attention-epilogue in the chunked forms and
+    # recurrent_fused, a kernel of its own in recurrent (the gated phase's
+    # IR resumed after `fused`). T = 1 and T not a multiple of
+    # the chunk (the tail's rows).
+    cases += [
+        ("norm_gated_delta_gqa", "gated_delta", 2, 4, 2, 8, 8, "head", "heads", True,
+         [1, 37, 70]),
+        ("norm_gated_channel", "gated", 1, 2, 2, 8, 16, "channel", None, False, [16, 21]),
+    ]
     cases += [
         ("reset_gated_head", "gated", 1, 2, 2, 8, 8, "head", None, True, [37, 70]),
         ("reset_gated_channel", "gated", 1, 2, 2, 8, 8, "channel", None, False, [70]),
@@ -236,7 +283,8 @@ def main():
         d = os.path.join(work, name)
         os.makedirs(d, exist_ok=True)
         model = os.path.join(d, "model.onnx")
-        names = make_model(model, rule, B, Hq, Hkv, Dk, Dv, dk_, bk, st, dtype)
+        norm = name.startswith("norm_")
+        names = make_model(model, rule, B, Hq, Hkv, Dk, Dv, dk_, bk, st, dtype, norm)
         gated_ir = os.path.join(d, "gated.mlir")
         run([gatec, model, "--compile-to=gated", "-o", gated_ir])
         libs = {}
@@ -248,8 +296,22 @@ def main():
         # threads by --distribute-to-threads), run on the CPU.
         libs["chunked16_threads"] = os.path.join(d, "chunked16_threads.so")
         run([gatec, model, "--cpu-thread-mapping", "-o", libs["chunked16_threads"]])
+        if norm:
+            # The recurrent form with the norm in its epilogue.
+            fusedr = os.path.join(d, "fused_recurrent.mlir")
+            run([a.gatec_opt, gated_ir, "--absorb-head-layout",
+                 "--fuse-linear-attention-epilogue", "--mlir-print-debuginfo", "-o", fusedr])
+            if "norm_gate(" not in open(fusedr).read():
+                raise RuntimeError("%s: the gated RMSNorm was not fused" % name)
+            libs["recurrent_fused"] = os.path.join(d, "recurrent_fused.so")
+            run([gatec, fusedr, "--compile-from=fused", "-o", libs["recurrent_fused"]])
+            if "norm_gate(" not in run([gatec, model, "--compile-to=fused"]):
+                raise RuntimeError("%s: the pipeline did not fuse the gated RMSNorm" % name)
         fused64 = os.path.join(d, "fused64.mlir")
-        run([a.gatec_opt, gated_ir, "--chunk-linear-attention=chunk-size=64", "-o", fused64])
+        # (Locations kept: the weight check names initializers by them.)
+        run([a.gatec_opt, gated_ir, "--chunk-linear-attention=chunk-size=64",
+             "--absorb-head-layout", "--fuse-linear-attention-epilogue",
+             "--mlir-print-debuginfo", "-o", fused64])
         libs["chunked64"] = os.path.join(d, "chunked64.so")
         run([gatec, fused64, "--compile-from=fused", "-o", libs["chunked64"]])
         for T in lengths:

@@ -132,6 +132,12 @@ static cl::opt<bool> widenProjections(
     cl::desc("The projections of one activation (q, k, v, gate) as one GEMM "
              "over concatenated weights (default on)"),
     cl::init(true), cl::cat(gatecCat));
+static cl::opt<bool> fuseNormEpilogue(
+    "fuse-norm-epilogue",
+    cl::desc("The (gated) RMSNorm over the head dim after linear attention "
+             "as the linear attention's epilogue (default on; off: a kernel "
+             "of its own)"),
+    cl::init(true), cl::cat(gatecCat));
 static cl::opt<bool> fuseProducers(
     "fuse-producers",
     cl::desc("Fuse producers (GEMMs, elementwise chains) into the loops of "
@@ -238,6 +244,7 @@ int main(int argc, char **argv) {
   p.flashAttention = flashAttention;
   p.widenProjections = widenProjections;
   p.fuseProducers = fuseProducers;
+  p.fuseNormEpilogue = fuseNormEpilogue;
   p.cpuMicroKernels = cpuMicroKernels;
   p.cpuVectorBits = cpuVectorBits;
   p.cpuRowBlock = cpuRowBlock;

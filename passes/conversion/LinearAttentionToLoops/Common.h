@@ -11,6 +11,7 @@
 #ifndef GATEC_PASSES_CONVERSION_LINEARATTENTIONTOLOOPS_COMMON_H
 #define GATEC_PASSES_CONVERSION_LINEARATTENTIONTOLOOPS_COMMON_H
 
+#include "dialects/gated/GatedDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -238,6 +239,28 @@ SmallVector<Value> chunkStep(Builder &l, const Shapes &s, Value bi, Value h,
 SmallVector<Value> tailChunk(Builder &l, const Shapes &s, Value bi, Value whole,
                              Value len, Value q, Value k, Value v, Value decay,
                              Value beta, Value rows, Value st, Value h);
+
+/// The gated RMSNorm epilogue of one op (norm_weight, norm_gate): the
+/// weight [Dv] in f32 and the gate's rows viewed in the output's physical
+/// shape; no weight when the op has none (Epilogue.cpp).
+struct NormEpilogue {
+  Value weight, gate;
+  double eps = 0.0;
+  bool unitOffset = false;
+  gated::GateActivation act = gated::GateActivation::silu;
+};
+
+/// The op's epilogue operands, prepared before the loops (with the run-time
+/// check that the gate has one row per output row).
+NormEpilogue normEpilogue(Builder &l, const Shapes &s,
+                          gated::LinearAttentionOp op, Value bsz, Value len);
+
+/// rows (a task's output rows, [G, T', Dv] or [T', G, Dv]) with the n rows
+/// per query head from token t0 on normalised and gated in place; rows
+/// unchanged without an epilogue.
+Value applyNormEpilogue(Builder &l, const Shapes &s, const NormEpilogue &e,
+                        Value bi, Value hq0, Value rows, Value t0,
+                        OpFoldResult n);
 
 } // namespace gatec::conversion::linear_attention
 

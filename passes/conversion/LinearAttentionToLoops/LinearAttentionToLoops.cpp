@@ -79,6 +79,7 @@ LogicalResult lower(gated::LinearAttentionOp op, bool linalgProducts) {
   Value state0 = op.getInitialState()
                      ? l.toF32(op.getInitialState())
                      : l.zeros({kDyn, s.hkv, s.dk, s.dv}, {bsz});
+  NormEpilogue epi = normEpilogue(l, s, op, bsz, len);
   OpFoldResult z = b.getIndexAttr(0);
   // The batch size, static when the query's is (then the results of the
   // forall and of the scf.if below have static batch dims too, and their
@@ -128,18 +129,38 @@ LogicalResult lower(gated::LinearAttentionOp op, bool linalgProducts) {
       Value rows = tensor::ExtractSliceOp::create(b, loc, rowsType, outShared,
                                                   rowsOff, rowsSize, ones);
       Value st = l.slice(state0, {bi, h, z, z}, {1, 1, s.dk, s.dv}, {0, 1});
-      auto seq = l.loop(l.index(0), steps, {rows, st},
-                        [&](Value t, ValueRange it) -> SmallVector<Value> {
-                          if (chunked)
-                            return chunkStep(l, s, bi, h, t, q, k, v, decay,
-                                             beta, it[0], it[1]);
-                          return recurrentStep(l, s, bi, h, t, q, k, v, decay,
-                                               beta, it[0], it[1]);
-                        });
+      auto seq = l.loop(
+          l.index(0), steps, {rows, st},
+          [&](Value t, ValueRange it) -> SmallVector<Value> {
+            SmallVector<Value> r =
+                chunked ? chunkStep(l, s, bi, h, t, q, k, v, decay, beta, it[0],
+                                    it[1])
+                        : recurrentStep(l, s, bi, h, t, q, k, v, decay, beta,
+                                        it[0], it[1]);
+            // The step's rows, normalised while in cache.
+            Value t0 = chunked
+                           ? arith::MulIOp::create(b, loc, t, l.index(s.chunk))
+                           : t;
+            r[0] = applyNormEpilogue(l, s, epi, bi, hq0, r[0], t0,
+                                     b.getIndexAttr(chunked ? s.chunk : 1));
+            return r;
+          });
       SmallVector<Value> fin(seq.getResults());
-      if (chunked)
+      if (chunked) {
         fin = tailChunk(l, s, bi, steps, len, q, k, v, decay, beta, fin[0],
                         fin[1], h);
+        // The tail's rows one token at a time (blocks of a static size:
+        // the CUDA target's scratch buffers need a constant bound).
+        if (epi.weight) {
+          Value t0 = arith::MulIOp::create(b, loc, steps, l.index(s.chunk));
+          fin[0] = l.loop(t0, tp, {fin[0]},
+                          [&](Value t, ValueRange it) -> SmallVector<Value> {
+                            return {applyNormEpilogue(l, s, epi, bi, hq0, it[0],
+                                                      t, b.getIndexAttr(1))};
+                          })
+                       .getResult(0);
+        }
+      }
       b.setInsertionPointToStart(outer.getTerminator().getBody());
       tensor::ParallelInsertSliceOp::create(b, loc, fin[0], outShared, rowsOff,
                                             rowsSize, ones);

@@ -209,3 +209,11 @@ func.func @expert_glu_alpha(%x: tensor<5x8xf32>, %w: tensor<4x12x8xf32>, %e: ten
   %y = gated.expert_glu gelu %x, %w, %w, %e {alpha = 2.0 : f32} : tensor<5x8xf32>, tensor<4x12x8xf32>, tensor<4x12x8xf32>, tensor<i64> -> tensor<5x12xf32>
   return %y : tensor<5x12xf32>
 }
+
+// -----
+
+func.func @gated_norm_shape(%x: tensor<2x32xf32>, %w: tensor<32xf32>, %z: tensor<1x32xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'gated.rms_norm' op gate must have x's shape 'tensor<2x32xf32>', got 'tensor<1x32xf32>'}}
+  %r = gated.rms_norm %x, %w gate(%z : tensor<1x32xf32>, silu) {epsilon = 1.0e-6 : f32} : tensor<2x32xf32>, tensor<32xf32>
+  return %r : tensor<2x32xf32>
+}

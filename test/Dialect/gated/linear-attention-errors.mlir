@@ -93,3 +93,27 @@ func.func @bshd_absent_decay(%q: tensor<1x8x2x16xf32>) {
   %o, %s = gated.linear_attention linear recurrent %q, %q, %q {bshd = ["query", "key", "value", "decay"], scale = 1.0 : f32} : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
   return
 }
+
+// -----
+
+func.func @norm_weight_dv(%q: tensor<1x2x8x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'gated.linear_attention' op norm_weight must be [Dv], got 'tensor<8xf32>'}}
+  %o, %s = gated.linear_attention linear recurrent %q, %q, %q norm(%w : tensor<8xf32>) {norm_epsilon = 1.0e-6 : f32, scale = 1.0 : f32} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_gate_without_weight(%q: tensor<1x2x8x16xf32>, %z: tensor<16x16xf32>) {
+  // expected-error @+1 {{'gated.linear_attention' op norm_gate needs norm_weight (the gate is on the normalised rows)}}
+  %o, %s = gated.linear_attention linear recurrent %q, %q, %q norm_gate(%z : tensor<16x16xf32>, silu) {scale = 1.0 : f32} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_gate_rows(%q: tensor<1x2x8x16xf32>, %w: tensor<16xf32>, %z: tensor<8x16xf32>) {
+  // expected-error @+1 {{'gated.linear_attention' op norm_gate 'tensor<8x16xf32>' must hold as many elements as the output 'tensor<1x2x8x16xf32>'}}
+  %o, %s = gated.linear_attention linear recurrent %q, %q, %q norm(%w : tensor<16xf32>) norm_gate(%z : tensor<8x16xf32>, silu) {norm_epsilon = 1.0e-6 : f32, scale = 1.0 : f32} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  return
+}

@@ -90,3 +90,80 @@ func.func @layer_norm(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %z = "onnx.Add"(%y, %b) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   return %z : tensor<4x16xf32>
 }
+
+// -----
+
+// The gated RMSNorm of Gated DeltaNet (Qwen3-Next's Qwen3NextRMSNormGated as
+// the dynamo exporter writes it): norm(o) · w · silu(z), SiLU as
+// z · Sigmoid(z), rows of the head dim with a dynamic row count.
+// CHECK-LABEL: func.func @rms_gated_silu
+// CHECK: %[[N:.*]] = gated.rms_norm %arg0, %{{.*}} gate(%arg1 : tensor<?x16xf32>, silu) {epsilon = 9.99999997E-7 : f32} : tensor<?x16xf32>, tensor<16xf32>
+// CHECK-NOT: onnx.Sigmoid
+// CHECK: return %[[N]]
+func.func @rms_gated_silu(%x: tensor<?x16xf32>, %z: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<?x16xf32>, tensor<f32>) -> tensor<?x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<?x16xf32>, tensor<1xi64>) -> tensor<?x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %n = "onnx.Mul"(%x, %r) : (tensor<?x16xf32>, tensor<?x1xf32>) -> tensor<?x16xf32>
+  %nw = "onnx.Mul"(%w, %n) : (tensor<16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  %sg = "onnx.Sigmoid"(%z) : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  %silu = "onnx.Mul"(%z, %sg) : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  %y = "onnx.Mul"(%nw, %silu) : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+// A sigmoid gate computed before a reshape to the norm's rows: the gate is
+// the same reshape of the logits.
+// CHECK-LABEL: func.func @rms_gated_reshaped
+// CHECK: %[[Z:.*]] = "onnx.Reshape"(%arg1, %{{.*}}) <{allowzero = 0 : i64}> : (tensor<2x3x32xf32>, tensor<2xi64>) -> tensor<12x16xf32>
+// CHECK: gated.rms_norm %arg0, %{{.*}} gate(%[[Z]] : tensor<12x16xf32>, sigmoid)
+func.func @rms_gated_reshaped(%x: tensor<12x16xf32>, %z: tensor<2x3x32xf32>) -> tensor<12x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %shape = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<12x16xf32>, tensor<f32>) -> tensor<12x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<12x16xf32>, tensor<1xi64>) -> tensor<12x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<12x1xf32>, tensor<f32>) -> tensor<12x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<12x1xf32>) -> tensor<12x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<12x1xf32>) -> tensor<12x1xf32>
+  %n = "onnx.Mul"(%x, %r) : (tensor<12x16xf32>, tensor<12x1xf32>) -> tensor<12x16xf32>
+  %nw = "onnx.Mul"(%n, %w) : (tensor<12x16xf32>, tensor<16xf32>) -> tensor<12x16xf32>
+  %sg = "onnx.Sigmoid"(%z) : (tensor<2x3x32xf32>) -> tensor<2x3x32xf32>
+  %sgr = "onnx.Reshape"(%sg, %shape) : (tensor<2x3x32xf32>, tensor<2xi64>) -> tensor<12x16xf32>
+  %y = "onnx.Mul"(%sgr, %nw) : (tensor<12x16xf32>, tensor<12x16xf32>) -> tensor<12x16xf32>
+  return %y : tensor<12x16xf32>
+}
+
+// -----
+
+// A gate that broadcasts (one row for all) is no gated RMSNorm: the norm
+// stays ungated and the Mul stays.
+// CHECK-LABEL: func.func @rms_gate_broadcast
+// CHECK: gated.rms_norm %arg0, %{{.*}} {epsilon
+// CHECK: onnx.Mul
+func.func @rms_gate_broadcast(%x: tensor<4x16xf32>, %z: tensor<1x16xf32>) -> tensor<4x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %sq = "onnx.Pow"(%x, %two) : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<4x16xf32>, tensor<1xi64>) -> tensor<4x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = "onnx.Mul"(%x, %r) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %nw = "onnx.Mul"(%n, %w) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %sg = "onnx.Sigmoid"(%z) : (tensor<1x16xf32>) -> tensor<1x16xf32>
+  %y = "onnx.Mul"(%nw, %sg) : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
