@@ -171,7 +171,17 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
   module.walk([&](Operation *op) {
     Row r;
     r.where = describeLocation(op->getLoc());
-    if (auto n = dyn_cast<gated::RMSNormOp>(op)) {
+    if (auto sc = dyn_cast<gated::ShortConvOp>(op)) {
+      // Two gates around a causal depthwise conv (LFM2).
+      auto w = dyn_cast<RankedTensorType>(sc.getWeight().getType());
+      r.placement = "short conv (B·x, C·conv)";
+      r.granularity = "elementwise (per channel and token)";
+      r.activation = "none (b before and c after a causal depthwise conv of " +
+                     (w ? std::to_string(w.getDimSize(2)) : std::string("?")) +
+                     " taps)";
+      r.params = "computed (chunks of the input projection)";
+      r.value = sc.getBias() ? "conv bias" : "no bias";
+    } else if (auto n = dyn_cast<gated::RMSNormOp>(op)) {
       if (!n.getGate())
         return;
       r = normGate(n.getGate(), *n.getGateActivation(), op->getLoc());

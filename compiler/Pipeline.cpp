@@ -51,6 +51,7 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          f.addPass(gated::createRaiseRouter());
          f.addPass(gated::createRaiseSharedExpertGates());
          f.addPass(gated::createRaiseResidualGates());
+         f.addPass(gated::createRaiseShortConv());
          f.addPass(gated::createRaiseLinearAttention());
          f.addPass(mlir::createCanonicalizerPass());
          pm.addPass(mlir::createCSEPass());

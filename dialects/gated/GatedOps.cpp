@@ -409,6 +409,28 @@ LogicalResult RMSNormOp::verify() {
   return success();
 }
 
+LogicalResult ShortConvOp::verify() {
+  if (failed(sameElementType(*this, {getX(), getWeight(), getBias()})))
+    return failure();
+  auto xt = dyn_cast<RankedTensorType>(getX().getType());
+  auto wt = dyn_cast<RankedTensorType>(getWeight().getType());
+  if (!xt || !wt)
+    return success();
+  if (xt.getRank() != 3)
+    return emitOpError() << "x, b, c must be [N, C, T], got " << xt;
+  int64_t ch = xt.getDimSize(1);
+  if (wt.getRank() != 3 || !mayEqual(wt.getDimSize(0), ch) ||
+      wt.getDimSize(1) != 1 || wt.isDynamicDim(2) || wt.getDimSize(2) < 1)
+    return emitOpError() << "weight must be [C, 1, K] with C = " << ch
+                         << " and a static K >= 1, got " << wt;
+  if (getBias()) {
+    auto bt = dyn_cast<RankedTensorType>(getBias().getType());
+    if (bt && (bt.getRank() != 1 || !mayEqual(bt.getDimSize(0), ch)))
+      return emitOpError() << "bias must be [C], got " << bt;
+  }
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   return verifyNorm(*this, getX(), getWeight(), getBias(),
                     getEpsilon().convertToFloat());

@@ -315,6 +315,35 @@ def Gated_LayerNormOp : Gated_Op<"layer_norm", [AllTypesMatch<["x", "result"]>]>
   }];
 }
 
+def Gated_ShortConvOp : Gated_Op<"short_conv",
+    [AllTypesMatch<["x", "b", "c", "result"]>]> {
+  let summary = "gated short convolution: c ⊙ causal_conv(b ⊙ x) (LFM2)";
+  let description = [{
+    A causal depthwise convolution of K taps between two multiplicative
+    gates, the input gate b before it and the output gate c after it:
+
+      result[n, ch, t] = c[n, ch, t] · (bias[ch] +
+                           Σ_{k=0}^{K−1} weight[ch, 0, k] · b[n, ch, s] · x[n, ch, s])
+                         with s = t − (K − 1) + k; terms with s < 0 are 0
+
+    x, b, c and result [N, C, T] (channels first, as ONNX Conv reads
+    them); weight [C, 1, K] (ONNX Conv's depthwise weight, group = C);
+    bias [C], optional. The causal conv is ONNX Conv with pads K − 1 and
+    the first T outputs kept. f32/f16/bf16, computed in f32.
+    Source: Liquid AI 2025, LFM2 (Lfm2ShortConv: B, C, x = in_proj(h),
+    y = C ⊙ conv(B ⊙ x)); Poli et al. 2023, "Hyena Hierarchy" (short
+    convolutions with multiplicative gating).
+  }];
+  let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$b,
+                       Gated_FloatTensor:$c, Gated_FloatTensor:$weight,
+                       Optional<Gated_FloatTensor>:$bias);
+  let results = (outs Gated_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $b `,` $c `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    attr-dict `:` type($x) `,` type($weight)
+  }];
+}
+
 def Gated_LinearAttentionOp : Gated_Op<"linear_attention",
     [AttrSizedOperandSegments, DeclareOpInterfaceMethods<DimSourceOpInterface>]> {
   let summary = "decay-gated linear attention (GLA, Mamba2/RetNet decay, "

@@ -316,6 +316,79 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   return success();
 }
 
+/// gated.short_conv as one loop nest over (n, ch, t): the K taps of the
+/// causal conv read b ⊙ x at t − (K − 1) + k (zero before the start), the
+/// bias and the output gate c applied before the single store. x and b are
+/// read in place (tensor.extract), so b ⊙ x is never materialised, nor a
+/// padded copy.
+LogicalResult lower(gated::ShortConvOp op, OpBuilder &b) {
+  Lowerer l(b, op.getLoc());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  auto wt = dyn_cast<RankedTensorType>(op.getWeight().getType());
+  if (!t || !wt || t.getRank() != 3)
+    return op.emitOpError() << "needs ranked tensors to lower";
+  Location loc = l.loc;
+  Type e = t.getElementType();
+  Value x = op.getX(), bg = op.getB(), c = op.getC();
+  // b and c are read at x's indices: equal sizes (no broadcast).
+  for (Value v : {bg, c})
+    for (int64_t i : {0, 2})
+      common::checkEqualDim(b, loc, v, i, OpFoldResult(l.dim(x, i)));
+  int64_t k = wt.getDimSize(2);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  SmallVector<Value> ins{c};
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(3, ctx)};
+  for (int64_t j = 0; j < k; ++j) {
+    ins.push_back(op.getWeight());
+    maps.push_back(AffineMap::get(
+        3, 0,
+        {d1, getAffineConstantExpr(0, ctx), getAffineConstantExpr(j, ctx)},
+        ctx));
+  }
+  if (op.getBias()) {
+    ins.push_back(op.getBias());
+    maps.push_back(AffineMap::get(3, 0, {d1}, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
+  SmallVector<Value> dyn;
+  for (int64_t i : {0, 2})
+    if (t.isDynamicDim(i))
+      dyn.push_back(l.dim(x, i));
+  Value init = tensor::EmptyOp::create(b, loc, t.getShape(), e, dyn);
+  bool hasBias = (bool)op.getBias();
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{t}, ins, ValueRange{init}, maps, l.parallel(3),
+      [&](OpBuilder &nb, Location, ValueRange a) {
+        Value n = linalg::IndexOp::create(nb, loc, 0);
+        Value ch = linalg::IndexOp::create(nb, loc, 1);
+        Value tt = linalg::IndexOp::create(nb, loc, 2);
+        Value zero = arith::ConstantIndexOp::create(nb, loc, 0);
+        Value acc = hasBias ? l.ext(nb, a[1 + k]) : l.cst(nb, 0.0);
+        for (int64_t j = 0; j < k; ++j) {
+          // s = t − (K − 1) + j; taps before the sequence start read 0.
+          Value s = arith::AddIOp::create(
+              nb, loc, tt, arith::ConstantIndexOp::create(nb, loc, j - k + 1));
+          Value in = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge,
+                                           s, zero);
+          Value si = arith::SelectOp::create(nb, loc, in, s, zero);
+          Value xv = l.ext(
+              nb, tensor::ExtractOp::create(nb, loc, x, ValueRange{n, ch, si}));
+          Value bv = l.ext(nb, tensor::ExtractOp::create(
+                                   nb, loc, bg, ValueRange{n, ch, si}));
+          Value p = arith::SelectOp::create(
+              nb, loc, in, arith::MulFOp::create(nb, loc, bv, xv),
+              l.cst(nb, 0.0));
+          acc = math::FmaOp::create(nb, loc, l.ext(nb, a[1 + j]), p, acc);
+        }
+        Value r = arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), acc);
+        linalg::YieldOp::create(nb, loc, l.trunc(nb, r, e));
+      });
+  op.getResult().replaceAllUsesWith(g.getResult(0));
+  return success();
+}
+
 LogicalResult lower(gated::LayerNormOp op, OpBuilder &b) {
   Lowerer l(b, op.getLoc());
   auto t = dyn_cast<RankedTensorType>(op.getType());
@@ -1045,7 +1118,7 @@ struct ConvertGatedToLinalgPass
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case<gated::AttentionOp, gated::GateOp, gated::GluOp,
                     gated::ExpertGluOp, gated::ResidualOp, gated::RMSNormOp,
-                    gated::LayerNormOp, gated::RouterOp>(
+                    gated::LayerNormOp, gated::RouterOp, gated::ShortConvOp>(
                   [&](auto o) { return lower(o, b); })
               .Default([](Operation *o) {
                 return o->emitOpError() << "has no lowering to linalg";

@@ -134,6 +134,23 @@ def RaiseSharedExpertGates
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }
 
+def RaiseShortConv : Pass<"raise-short-conv", "mlir::func::FuncOp"> {
+  let summary = "LFM2's gated short convolution to gated.short_conv";
+  let description = [{
+    Recognises c ⊙ causal_conv(b ⊙ x), the two multiplicative gates around
+    a causal depthwise convolution of LFM2's short-conv block (b, c and x
+    are chunks of one input projection), as torch exports it: onnx.Mul(c,
+    Slice(Conv(Mul(b, x), W))) with Conv depthwise (group = C, W [C, 1, K]
+    constant, pads K − 1 on the left, stride and dilation 1, a constant
+    bias or none) and the Slice keeping the first T outputs along the
+    sequence (starts 0, ends the input's length as a constant or read with
+    Shape from a tensor whose dim is provably the same, axis 2, step 1);
+    casts to the same type are seen through. All three of b, x, c must be
+    [N, C, T] of the result's type.
+  }];
+  let dependentDialects = ["::gatec::gated::GatedDialect"];
+}
+
 def RaiseResidualGates : Pass<"raise-residual-gates", "mlir::func::FuncOp"> {
   let summary = "gated residual combines to gated.residual";
   let description = [{

@@ -91,6 +91,25 @@ def rms_norm(x, w, epsilon, unit_offset=False):
     return n * (1 + np.asarray(w) if unit_offset else np.asarray(w))
 
 
+def gated_rms_norm(x, w, z, epsilon, activation="silu"):
+    """gated.rms_norm with a gate: rms_norm(x) ⊙ act(z) (Gated DeltaNet)."""
+    return rms_norm(x, w, epsilon) * GATE_ACT[activation](np.asarray(z, np.float64))
+
+
+def short_conv(x, b, c, w, bias=None):
+    """gated.short_conv: c ⊙ causal_conv(b ⊙ x) over [N, C, T], w [C, 1, K]
+    (LFM2's short conv; taps before the first token read 0)."""
+    x, b, c = (np.asarray(a, np.float64) for a in (x, b, c))
+    w = np.asarray(w, np.float64)
+    N, C, T = x.shape
+    K = w.shape[2]
+    p = np.concatenate([np.zeros((N, C, K - 1)), b * x], axis=2)
+    y = sum(w[None, :, 0, k, None] * p[:, :, k:k + T] for k in range(K))
+    if bias is not None:
+        y = y + np.asarray(bias, np.float64)[None, :, None]
+    return c * y
+
+
 def layer_norm(x, w, b, epsilon):
     x = np.asarray(x, np.float64)
     mu = x.mean(axis=-1, keepdims=True)

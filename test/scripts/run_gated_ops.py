@@ -154,6 +154,28 @@ case("rms_norm", [xr, wn], "gated.rms_norm %%a0, %%a1 {epsilon = 1.0e-6 : f32} :
      ref.rms_norm(xr, wn, 1e-6), xr.shape)
 case("rms_norm_unit_offset", [xr, wn], "gated.rms_norm %%a0, %%a1 {epsilon = 1.0e-6 : f32, unit_offset} : %s, %s" % (ttype(xr), ttype(wn)),
      ref.rms_norm(xr, wn, 1e-6, unit_offset=True), xr.shape)
+zr = f32(2, 3, 16, scale=2.0)
+case("rms_norm_gated_silu", [xr, wn, zr],
+     "gated.rms_norm %%a0, %%a1 gate(%%a2 : %s, silu) {epsilon = 1.0e-6 : f32} : %s, %s" % (
+         ttype(zr), ttype(xr), ttype(wn)),
+     ref.gated_rms_norm(xr, wn, zr, 1e-6, "silu"), xr.shape)
+case("rms_norm_gated_sigmoid", [xr, wn, zr],
+     "gated.rms_norm %%a0, %%a1 gate(%%a2 : %s, sigmoid) {epsilon = 1.0e-6 : f32} : %s, %s" % (
+         ttype(zr), ttype(xr), ttype(wn)),
+     ref.gated_rms_norm(xr, wn, zr, 1e-6, "sigmoid"), xr.shape)
+
+# gated.short_conv (LFM2): K = 3 and 4 taps, with and without a bias; a
+# sequence shorter than the kernel (T = 2 < K: the taps before the start
+# read 0), and a longer one.
+for T_, K_, with_bias in [(9, 3, False), (2, 4, True), (33, 4, True)]:
+    xs, bs, cs = f32(2, 5, T_), f32(2, 5, T_), f32(2, 5, T_)
+    ws, bias_ = f32(5, 1, K_), f32(5)
+    ins = [xs, bs, cs, ws] + ([bias_] if with_bias else [])
+    btxt = " bias(%%a4 : %s)" % ttype(bias_) if with_bias else ""
+    case("short_conv_t%d_k%d%s" % (T_, K_, "_bias" if with_bias else ""), ins,
+         "gated.short_conv %%a0, %%a1, %%a2, %%a3%s : %s, %s" % (btxt, ttype(xs), ttype(ws)),
+         ref.short_conv(xs, bs, cs, ws, bias_ if with_bias else None), xs.shape)
+
 case("layer_norm_eps1", [xr, wn, bn], "gated.layer_norm %%a0, %%a1, %%a2 : %s {epsilon = 1.0 : f32} : %s, %s" % (ttype(bn), ttype(xr), ttype(wn)),
      ref.layer_norm(xr, wn, bn, 1.0), xr.shape)
 case("layer_norm_nobias", [xr, wn], "gated.layer_norm %%a0, %%a1 {epsilon = 1.0e-5 : f32} : %s, %s" % (ttype(xr), ttype(wn)),

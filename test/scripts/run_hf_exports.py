@@ -157,8 +157,6 @@ KNOWN_GAPS = {
                               "(gate_proj and up_proj with biases) stays plain ops",
     "recurrent_gemma_ts": "gated.glu has no bias operands: the MLP's GEGLU "
                           "(gate_proj and up_proj with biases) stays plain ops",
-    "lfm2_dynamo": "the short convolution's B·x and C·conv gates are not raised",
-    "lfm2_ts": "the short convolution's B·x and C·conv gates are not raised",
 }
 
 # (model, case) -> the run's error gatec must give, where the export itself

@@ -217,3 +217,11 @@ func.func @gated_norm_shape(%x: tensor<2x32xf32>, %w: tensor<32xf32>, %z: tensor
   %r = gated.rms_norm %x, %w gate(%z : tensor<1x32xf32>, silu) {epsilon = 1.0e-6 : f32} : tensor<2x32xf32>, tensor<32xf32>
   return %r : tensor<2x32xf32>
 }
+
+// -----
+
+func.func @short_conv_weight(%x: tensor<2x4x8xf32>, %w: tensor<4x2x3xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'gated.short_conv' op weight must be [C, 1, K] with C = 4 and a static K >= 1, got 'tensor<4x2x3xf32>'}}
+  %r = gated.short_conv %x, %x, %x, %w : tensor<2x4x8xf32>, tensor<4x2x3xf32>
+  return %r : tensor<2x4x8xf32>
+}

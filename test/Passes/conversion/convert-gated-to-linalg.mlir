@@ -83,3 +83,27 @@ func.func @router_unranked(%l: tensor<*xf32>) -> (tensor<*xf32>, tensor<*xi64>) 
   %w, %i = gated.router softmax_then_topk none %l, k = 2 : tensor<*xf32> -> tensor<*xf32>, tensor<*xi64>
   return %w, %i : tensor<*xf32>, tensor<*xi64>
 }
+
+// -----
+
+// gated.short_conv (LFM2): one generic over (n, ch, t); tap k reads b and x
+// in place at t - (K - 1) + k, clamped to 0 and selected away before the
+// start, weighted by w[ch, 0, k]; the output gate c multiplies the sum.
+// b and c are checked to have x's run-time sizes.
+// CHECK-LABEL: func.func @short_conv
+// CHECK-COUNT-4: cf.assert
+// CHECK: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg2, %arg3, %arg3, %arg3 : tensor<?x4x?xf32>, tensor<4x1x3xf32>, tensor<4x1x3xf32>, tensor<4x1x3xf32>)
+// CHECK: %[[T:.*]] = linalg.index 2 : index
+// CHECK: %[[S:.*]] = arith.addi %[[T]], %c-2 : index
+// CHECK: %[[IN:.*]] = arith.cmpi sge, %[[S]], %c0
+// CHECK: %[[SI:.*]] = arith.select %[[IN]], %[[S]], %c0
+// CHECK: tensor.extract %arg0[%{{.*}}, %{{.*}}, %[[SI]]]
+// CHECK: tensor.extract %arg1[%{{.*}}, %{{.*}}, %[[SI]]]
+// CHECK: math.fma
+// CHECK: math.fma
+// CHECK: math.fma
+// CHECK: arith.mulf %in
+func.func @short_conv(%x: tensor<?x4x?xf32>, %b: tensor<?x4x?xf32>, %c: tensor<?x4x?xf32>, %w: tensor<4x1x3xf32>) -> tensor<?x4x?xf32> {
+  %y = gated.short_conv %x, %b, %c, %w : tensor<?x4x?xf32>, tensor<4x1x3xf32>
+  return %y : tensor<?x4x?xf32>
+}
