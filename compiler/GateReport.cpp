@@ -226,7 +226,10 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
       r.params = w && w.hasStaticShape()
                      ? std::to_string(w.getNumElements()) + " (gate branch W)"
                      : "?";
-      r.value = "no bias";
+      r.value = glu.getWBias() && glu.getVBias() ? "biases (gate and up)"
+                : glu.getWBias()                 ? "bias (gate)"
+                : glu.getVBias()                 ? "bias (up)"
+                                                 : "no bias";
     } else if (auto eg = dyn_cast<gated::ExpertGluOp>(op)) {
       static const char *names[] = {"GLU",   "bilinear",     "ReGLU",
                                     "GEGLU", "GEGLU (tanh)", "SwiGLU"};

@@ -229,6 +229,17 @@ LogicalResult GluOp::verify() {
       return emitOpError() << "result must be x's shape with the last "
                               "dimension "
                            << dim(w.getDimSize(1));
+  for (Value bias : {getWBias(), getVBias()}) {
+    if (!bias)
+      continue;
+    if (failed(sameElementType(*this, {getX(), bias})))
+      return failure();
+    auto bt = cast<ShapedType>(bias.getType());
+    if (bt.hasRank() &&
+        (bt.getRank() != 1 || !mayEqual(bt.getDimSize(0), w.getDimSize(1))))
+      return emitOpError() << "biases must be [F] = [" << dim(w.getDimSize(1))
+                           << "], got " << bt;
+  }
   return success();
 }
 

@@ -122,11 +122,14 @@ def Gated_GateOp : Gated_Op<"gate", [AllTypesMatch<["x", "result"]>]> {
   }];
 }
 
-def Gated_GluOp : Gated_Op<"glu"> {
-  let summary = "gated linear unit: act(x·W) ⊙ (x·V)";
+def Gated_GluOp : Gated_Op<"glu", [AttrSizedOperandSegments]> {
+  let summary = "gated linear unit: act(x·W + b_w) ⊙ (x·V + b_v)";
   let description = [{
-      result[..., f] = act(Σ_d x[..., d]·w[d, f]) · Σ_d x[..., d]·v[d, f]
-    x [..., D], w and v [D, F], result [..., F]. act is `activation`:
+      result[..., f] = act(Σ_d x[..., d]·w[d, f] + w_bias[f])
+                       · (Σ_d x[..., d]·v[d, f] + v_bias[f])
+    x [..., D], w and v [D, F], result [..., F]; the biases [F] are
+    optional (each absent one is 0: RecurrentGemma's MLP has both, LLaMA's
+    none). act is `activation`:
     sigmoid (GLU), identity (bilinear), relu (ReGLU), gelu (GEGLU, erf),
     gelu_tanh (GEGLU, tanh approximation), silu (SwiGLU). The feed-forward
     layer's down projection reads the result. f32/f16/bf16, accumulation in f32.
@@ -134,10 +137,16 @@ def Gated_GluOp : Gated_Op<"glu"> {
     Dauphin et al. 2017 (GLU, bilinear).
   }];
   let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$w,
-                       Gated_FloatTensor:$v, Gated_GluActivation:$activation);
+                       Gated_FloatTensor:$v,
+                       Optional<Gated_FloatTensor>:$w_bias,
+                       Optional<Gated_FloatTensor>:$v_bias,
+                       Gated_GluActivation:$activation);
   let results = (outs Gated_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $x `,` $w `,` $v attr-dict `:` type($x) `,` type($w) `,` type($v) `->` type($result)
+    $activation $x `,` $w `,` $v
+    (`w_bias` `(` $w_bias^ `:` type($w_bias) `)`)?
+    (`v_bias` `(` $v_bias^ `:` type($v_bias) `)`)?
+    attr-dict `:` type($x) `,` type($w) `,` type($v) `->` type($result)
   }];
 }
 

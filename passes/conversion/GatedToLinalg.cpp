@@ -500,11 +500,21 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
         linalg::YieldOp::create(nb, loc, ValueRange{pa, pb});
       });
   Type e = t.getElementType();
+  // The biases [F] are added in the act·mul epilogue.
+  SmallVector<Value> ins{mm.getResult(0), mm.getResult(1)};
+  for (Value bias : {op.getWBias(), op.getVBias()})
+    if (bias)
+      ins.push_back(bias);
+  bool wb = (bool)op.getWBias(), vb = (bool)op.getVBias();
   Value res = l.elementwise(
-      t, {mm.getResult(0), mm.getResult(1)}, selfDims(mm.getResult(0)),
-      [&](OpBuilder &nb, ValueRange a) {
-        Value v = arith::MulFOp::create(
-            nb, l.loc, l.gluAct(nb, op.getActivation(), a[0]), a[1]);
+      t, ins, selfDims(mm.getResult(0)), [&](OpBuilder &nb, ValueRange a) {
+        Value g = a[0], u = a[1];
+        if (wb)
+          g = arith::AddFOp::create(nb, l.loc, g, l.ext(nb, a[2]));
+        if (vb)
+          u = arith::AddFOp::create(nb, l.loc, u, l.ext(nb, a[2 + wb]));
+        Value v = arith::MulFOp::create(nb, l.loc,
+                                        l.gluAct(nb, op.getActivation(), g), u);
         return l.trunc(nb, v, e);
       });
   op.getResult().replaceAllUsesWith(res);

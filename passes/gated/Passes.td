@@ -40,6 +40,11 @@ def RaiseGlu : Pass<"raise-glu", "mlir::func::FuncOp"> {
     two such projections. Products are matched as a multiset of factors, so
     any association of the Muls is found.
 
+    A projection may carry nn.Linear's bias (an Add of a constant [N]
+    after the MatMul, or Gemm's C with beta 1): the op takes it as w_bias
+    or v_bias (RecurrentGemma's MLP). A projection times itself (p·p, the
+    square in a GELU's cube) is no bilinear gate.
+
     The same products over a routed expert's projections become
     gated.expert_glu: with W the experts' constant [E, N, K] (nn.Linear's
     layout per expert), either MatMul(x, Transpose(Gather(W, e, axis 0)))

@@ -37,6 +37,9 @@ struct Proj {
   // (batched_mm's GatherND indices), `bias` the experts' constant [E, N]
   // read by the same index (or null).
   Value expert, bias;
+  // A dense projection's constant bias [N] (nn.Linear with bias: an Add
+  // after the MatMul, or Gemm's C), or null.
+  Value linBias;
   bool inOut = false;
   Operation *gather = nullptr; // the Gather/GatherND that reads `expert`
   explicit operator bool() const { return op; }
@@ -77,6 +80,10 @@ struct Proj {
     }
     Value m = transposed ? transpose(rewriter, loc, w, {1, 0}) : w;
     return columns(rewriter, loc, m, 1);
+  }
+  /// A dense projection's bias columns [N'], or null.
+  Value linBiasColumns(PatternRewriter &rewriter, Location loc) const {
+    return linBias ? columns(rewriter, loc, linBias, 0) : Value();
   }
   /// An expert's bias columns [E, N'], or null.
   Value biasColumns(PatternRewriter &rewriter, Location loc) const {
@@ -259,6 +266,23 @@ Proj projection(Value v) {
     inner.start = start, inner.end = end;
     return inner;
   }
+  if (auto add = def<onnx::AddOp>(v)) {
+    // x·W + b with a constant b [N] (nn.Linear with a bias).
+    for (auto [m, c] : {std::pair(add.getA(), add.getB()),
+                        std::pair(add.getB(), add.getA())}) {
+      if (!isConstant(c) || shapeOf(c).size() != 1 ||
+          add.getType() != m.getType())
+        continue;
+      Proj inner = projection(m);
+      if (!inner || inner.expert || inner.start >= 0 || inner.linBias ||
+          inner.width() == ShapedType::kDynamic ||
+          shapeOf(c)[0] != inner.width())
+        continue;
+      inner.linBias = c;
+      return inner;
+    }
+    // Else an expert's projection with its bias (GPT-OSS), below.
+  }
   if (auto mm = def<onnx::MatMulOp>(v)) {
     if (!isConstant(mm.getB()) || shapeOf(mm.getB()).size() != 2)
       return expertProjection(v);
@@ -267,11 +291,18 @@ Proj projection(Value v) {
   }
   if (auto g = def<onnx::GemmOp>(v)) {
     if (!isConstant(g.getB()) || shapeOf(g.getB()).size() != 2 ||
-        !isa<NoneType>(g.getC().getType()) || g.getTransA() != 0 ||
-        g.getAlpha().convertToDouble() != 1.0)
+        g.getTransA() != 0 || g.getAlpha().convertToDouble() != 1.0)
       return p;
     p.op = g, p.xv = g.getA(), p.w = g.getB();
     p.transposed = g.getTransB() != 0;
+    // C: a constant bias [N] with beta 1 (nn.Linear's bias).
+    if (!isa<NoneType>(g.getC().getType())) {
+      if (!isConstant(g.getC()) || g.getBeta().convertToDouble() != 1.0 ||
+          shapeOf(g.getC()).size() != 1 || p.width() == ShapedType::kDynamic ||
+          shapeOf(g.getC())[0] != p.width())
+        return Proj();
+      p.linBias = g.getC();
+    }
     return p;
   }
   return expertProjection(v);
@@ -384,7 +415,7 @@ LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
     return failure();
   SmallVector<Operation *> matched;
   SmallVector<Value> stops = {w.x(), w.w, v.w};
-  for (Value s : {w.expert, w.bias, v.bias})
+  for (Value s : {w.expert, w.bias, v.bias, w.linBias, v.linBias})
     if (s)
       stops.push_back(s);
   collectMatched(op->getResult(0), stops, matched);
@@ -423,11 +454,17 @@ LogicalResult replaceByGlu(PatternRewriter &rewriter, Operation *op, Proj &w,
   }
   if (w.bias || v.bias || w.step != 1 || v.step != 1)
     return failure();
+  Value wb = w.linBiasColumns(rewriter, loc),
+        vb = v.linBiasColumns(rewriter, loc);
   auto glu = gated::GluOp::create(rewriter, loc, op->getResult(0).getType(),
                                   w.x(), w.weight(rewriter, loc),
-                                  v.weight(rewriter, loc), act);
+                                  v.weight(rewriter, loc), wb, vb, act);
   if (!verifiesQuietly(glu)) {
     rewriter.eraseOp(glu);
+    for (Value made : {vb, wb})
+      if (Operation *d = made ? made.getDefiningOp() : nullptr;
+          d && made != w.linBias && made != v.linBias && d->use_empty())
+        rewriter.eraseOp(d);
     return failure();
   }
   rewriter.replaceOp(op, glu.getResult());
@@ -513,8 +550,10 @@ struct GluPattern : OpRewritePattern<onnx::MulOp> {
         }
       }
     }
-    if (!act && factors.size() == 2 && projection(factors[0]) &&
-        projection(factors[1])) {
+    // Bilinear: two projections (p·p, the square inside a GELU's cube, is
+    // no gate).
+    if (!act && factors.size() == 2 && factors[0] != factors[1] &&
+        projection(factors[0]) && projection(factors[1])) {
       w = projection(factors[0]), v = projection(factors[1]);
       act = gated::GluActivation::identity;
     }

@@ -64,9 +64,14 @@ def gate(x, g, activation="sigmoid", mode="multiply"):
     return x * a if mode == "multiply" else x + a
 
 
-def glu(x, w, v, activation):
+def glu(x, w, v, activation, w_bias=None, v_bias=None):
     x = np.asarray(x, np.float64)
-    return GLU_ACT[activation](x @ np.asarray(w)) * (x @ np.asarray(v))
+    a, b = x @ np.asarray(w, np.float64), x @ np.asarray(v, np.float64)
+    if w_bias is not None:
+        a = a + np.asarray(w_bias, np.float64)
+    if v_bias is not None:
+        b = b + np.asarray(v_bias, np.float64)
+    return GLU_ACT[activation](a) * b
 
 
 def residual(kind, x, y, g=None):

@@ -136,6 +136,17 @@ for act in ["sigmoid", "identity", "relu", "gelu", "gelu_tanh", "silu"]:
          "gated.glu %s %%a0, %%a1, %%a2 : %s, %s, %s -> tensor<2x3x24xf32>" % (act, ttype(xg), ttype(W), ttype(V)),
          ref.glu(xg, W, V, act), (2, 3, 24))
 
+# RecurrentGemma's GEGLU: biases on both projections; one on the up only.
+bw_, bv_ = f32(24), f32(24)
+case("glu_gelu_tanh_biases", [xg, W, V, bw_, bv_],
+     "gated.glu gelu_tanh %%a0, %%a1, %%a2 w_bias(%%a3 : %s) v_bias(%%a4 : %s) : %s, %s, %s -> tensor<2x3x24xf32>" % (
+         ttype(bw_), ttype(bv_), ttype(xg), ttype(W), ttype(V)),
+     ref.glu(xg, W, V, "gelu_tanh", bw_, bv_), (2, 3, 24))
+case("glu_silu_up_bias", [xg, W, V, bv_],
+     "gated.glu silu %%a0, %%a1, %%a2 v_bias(%%a3 : %s) : %s, %s, %s -> tensor<2x3x24xf32>" % (
+         ttype(bv_), ttype(xg), ttype(W), ttype(V)),
+     ref.glu(xg, W, V, "silu", None, bv_), (2, 3, 24))
+
 # gated.residual
 xr, yr, gr = f32(2, 3, 16), f32(2, 3, 16), f32(2, 3, 16)
 alpha, gamma = np.array([0.3], np.float32), f32(16, scale=0.1)

@@ -153,10 +153,6 @@ KNOWN_GAPS = {
     "mamba2_dynamo": SSD_GAP,
     "bamba_dynamo": SSD_GAP,
     "falcon_h1_dynamo": SSD_GAP,
-    "recurrent_gemma_dynamo": "gated.glu has no bias operands: the MLP's GEGLU "
-                              "(gate_proj and up_proj with biases) stays plain ops",
-    "recurrent_gemma_ts": "gated.glu has no bias operands: the MLP's GEGLU "
-                          "(gate_proj and up_proj with biases) stays plain ops",
 }
 
 # (model, case) -> the run's error gatec must give, where the export itself

@@ -281,3 +281,51 @@ func.func @silu_alone_is_no_glu(%x: tensor<2x8xf32>, %y: tensor<2x16xf32>) -> te
   %o = "onnx.Mul"(%y, %silu) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   return %o : tensor<2x16xf32>
 }
+
+// -----
+
+// RecurrentGemma's MLP: both projections are nn.Linear with a bias (an Add
+// of a constant [F] after the MatMul, either order), act = GELU (tanh).
+// CHECK-LABEL: func.func @geglu_biases
+// CHECK: %[[G:.*]] = gated.glu gelu_tanh %arg0, %{{.*}}, %{{.*}} w_bias(%{{.*}} : tensor<24xf32>) v_bias(%{{.*}} : tensor<24xf32>) : tensor<2x16xf32>, tensor<16x24xf32>, tensor<16x24xf32> -> tensor<2x24xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @geglu_biases(%x: tensor<2x16xf32>) -> tensor<2x24xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %v = onnx.Constant dense<0.2> : tensor<16x24xf32>
+  %bw = onnx.Constant dense<0.3> : tensor<24xf32>
+  %bv = onnx.Constant dense<0.4> : tensor<24xf32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %c = onnx.Constant dense<0.7978845608> : tensor<f32>
+  %k = onnx.Constant dense<0.044715> : tensor<f32>
+  %three = onnx.Constant dense<3.0> : tensor<f32>
+  %aw = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %a = "onnx.Add"(%aw, %bw) : (tensor<2x24xf32>, tensor<24xf32>) -> tensor<2x24xf32>
+  %bm = "onnx.MatMul"(%x, %v) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %b = "onnx.Add"(%bv, %bm) : (tensor<24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %cube = "onnx.Pow"(%a, %three) : (tensor<2x24xf32>, tensor<f32>) -> tensor<2x24xf32>
+  %kc = "onnx.Mul"(%k, %cube) : (tensor<f32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %in = "onnx.Add"(%a, %kc) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %sc = "onnx.Mul"(%c, %in) : (tensor<f32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %th = "onnx.Tanh"(%sc) : (tensor<2x24xf32>) -> tensor<2x24xf32>
+  %op = "onnx.Add"(%th, %one) : (tensor<2x24xf32>, tensor<f32>) -> tensor<2x24xf32>
+  %ha = "onnx.Mul"(%half, %a) : (tensor<f32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %gelu = "onnx.Mul"(%ha, %op) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y = "onnx.Mul"(%gelu, %b) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y : tensor<2x24xf32>
+}
+
+// -----
+
+// A projection squared (p·p, as TorchScript writes the cube of a GELU's
+// tanh form) is no bilinear gate.
+// CHECK-LABEL: func.func @square_is_no_glu
+// CHECK-NOT: gated.glu
+func.func @square_is_no_glu(%x: tensor<2x16xf32>) -> tensor<2x24xf32> {
+  %w = onnx.Constant dense<0.1> : tensor<16x24xf32>
+  %bw = onnx.Constant dense<0.3> : tensor<24xf32>
+  %aw = "onnx.MatMul"(%x, %w) : (tensor<2x16xf32>, tensor<16x24xf32>) -> tensor<2x24xf32>
+  %a = "onnx.Add"(%bw, %aw) : (tensor<24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  %y = "onnx.Mul"(%a, %a) : (tensor<2x24xf32>, tensor<2x24xf32>) -> tensor<2x24xf32>
+  return %y : tensor<2x24xf32>
+}
