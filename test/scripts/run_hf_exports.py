@@ -34,8 +34,14 @@ as any other row's); such a row that meets EXPECT is reported as XPASS and
 fails the run, so the list stays true. Exports that fixed the sequence
 length run their other cases to the input-shape error.
 
+With --gatec-flag (repeatable) the CPU library is compiled with those
+flags too: --cpu-thread-mapping runs the CUDA target's tiles and lane
+mappings on the CPU, --gpu-tf32 its TF32 tensor-core GEMMs (with --tol for
+their rounding).
+
 usage: run_hf_exports.py [--gatec PATH] [--gatec-run PATH] [--jobs N]
                          [--filter REGEX] [--table] [--no-cuda]
+                         [--gatec-flag FLAG]... [--tol TOL]
 """
 import argparse
 import concurrent.futures as cf
@@ -270,7 +276,7 @@ def check(model, args, work):
     arch = name.removesuffix("_decode").rsplit("_", 1)[0]
     r = {"name": name, "arch": arch, "problems": []}
     so = os.path.join(work, name + ".so")
-    p, r["cpu_s"] = run([args.gatec, model, "-o", so])
+    p, r["cpu_s"] = run([args.gatec, model, "-o", so] + args.gatec_flag)
     if p.returncode != 0:
         r["problems"].append("CPU compile: " + first_error(p))
         return r
@@ -337,6 +343,7 @@ def check(model, args, work):
 
 
 def main():
+    global TOL
     ap = argparse.ArgumentParser()
     ap.add_argument("--gatec", default="gatec")
     ap.add_argument("--gatec-run", default="gatec-run")
@@ -344,7 +351,12 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--table", action="store_true", help="print a markdown table")
     ap.add_argument("--no-cuda", action="store_true")
+    ap.add_argument("--gatec-flag", action="append", default=[],
+                    help="an extra flag for the CPU library's compile (repeatable)")
+    ap.add_argument("--tol", type=float, default=TOL,
+                    help="the scaled error allowed (default %g)" % TOL)
     args = ap.parse_args()
+    TOL = args.tol
     models = sorted(m for m in glob.glob(os.path.join(HF, "*.onnx"))
                     if re.search(args.filter, os.path.basename(m)))
     with tempfile.TemporaryDirectory() as work, cf.ThreadPoolExecutor(args.jobs) as ex:
