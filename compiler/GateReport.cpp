@@ -157,11 +157,13 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
   SmallVector<Row> rows;
   // The output gate of a gated RMSNorm (its own op, or fused into the
   // linear attention whose rows it normalises).
-  auto normGate = [](Value gate, gated::GateActivation act, Location loc) {
+  auto normGate = [](Value gate, gated::GateActivation act, Location loc,
+                     bool first = false) {
     Row r;
     r.where = describeLocation(loc);
     Source s = sourceOf(gate);
-    r.placement = "gated RMSNorm output (norm(x) * act(z))";
+    r.placement = first ? "gated RMSNorm input (norm(x * act(z)))"
+                        : "gated RMSNorm output (norm(x) * act(z))";
     r.granularity = "elementwise";
     r.activation = gated::stringifyGateActivation(act).str();
     r.params = paramText(s, widthPerToken(gate, false));
@@ -184,7 +186,8 @@ void printGateReport(ModuleOp module, llvm::raw_ostream &os) {
     } else if (auto n = dyn_cast<gated::RMSNormOp>(op)) {
       if (!n.getGate())
         return;
-      r = normGate(n.getGate(), *n.getGateActivation(), op->getLoc());
+      r = normGate(n.getGate(), *n.getGateActivation(), op->getLoc(),
+                   (bool)n.getGateFirst());
     } else if (auto a = dyn_cast<gated::AttentionOp>(op)) {
       if (!a.getGate())
         return;

@@ -403,6 +403,8 @@ LogicalResult RMSNormOp::verify() {
   if ((bool)getGate() != (bool)getGateActivation())
     return emitOpError() << "a gate needs its gate_activation and a "
                             "gate_activation its gate";
+  if (getGateFirst() && !getGate())
+    return emitOpError() << "gate_first needs a gate";
   if (!getGate())
     return success();
   if (failed(sameElementType(*this, {getX(), getGate()})))

@@ -289,9 +289,11 @@ def Gated_RMSNormOp : Gated_Op<"rms_norm", [AllTypesMatch<["x", "result"]>]> {
       result = x / sqrt(mean_last(x²) + epsilon) ⊙ w ⊙ act(gate)
 
     gate has x's shape (elementwise) and holds the logits; act is
-    `gate_activation` (sigmoid, ns_sigmoid, silu). The gate is applied after
-    the norm
-    (Mamba2's gated norm, which gates before it, is not this op).
+    `gate_activation` (sigmoid, ns_sigmoid, silu). With `gate_first` the
+    gate is applied before the norm instead (Mamba2's MambaRMSNormGated,
+    FLA's norm_before_gate = False):
+
+      result = x ⊙ act(gate) / sqrt(mean_last((x ⊙ act(gate))²) + epsilon) ⊙ w
     Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization";
     ONNX RMSNormalization-23; the (1 + w) form of Gemma / Qwen3-Next; Yang
     et al. 2025, "Gated Delta Networks" (output gate, section 3.3).
@@ -299,7 +301,8 @@ def Gated_RMSNormOp : Gated_Op<"rms_norm", [AllTypesMatch<["x", "result"]>]> {
   let arguments = (ins Gated_FloatTensor:$x, Gated_FloatTensor:$weight,
                        Optional<Gated_FloatTensor>:$gate,
                        F32Attr:$epsilon, UnitAttr:$unit_offset,
-                       OptionalAttr<Gated_GateActivation>:$gate_activation);
+                       OptionalAttr<Gated_GateActivation>:$gate_activation,
+                       UnitAttr:$gate_first);
   let results = (outs Gated_FloatTensor:$result);
   let assemblyFormat = [{
     $x `,` $weight (`gate` `(` $gate^ `:` type($gate) `,` $gate_activation `)`)?

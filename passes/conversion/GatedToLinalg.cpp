@@ -283,17 +283,31 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   if (!t || t.getRank() < 1)
     return op.emitOpError() << "needs a ranked tensor to lower";
   Type e = t.getElementType();
-  Value ss = reduceLast(l, op.getX(), {}, [&](OpBuilder &nb, Value v, Value) {
+  Value x = op.getX();
+  bool gateAfter = op.getGate() && !op.getGateFirst();
+  if (op.getGateFirst()) {
+    // Mamba2's gated norm: x ⊙ act(gate) is what is normalised (an f32
+    // producer that elementwise fusion recomputes in both of its readers).
+    auto ft = RankedTensorType::get(t.getShape(), l.f32);
+    x = l.elementwise(
+        ft, {x, op.getGate()}, selfDims(x),
+        [&](OpBuilder &nb, ValueRange a) -> Value {
+          return arith::MulFOp::create(
+              nb, l.loc, l.ext(nb, a[0]),
+              l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[1])));
+        });
+  }
+  Value ss = reduceLast(l, x, {}, [&](OpBuilder &nb, Value v, Value) {
     return arith::MulFOp::create(nb, l.loc, v, v);
   });
-  Value n = lastDimF32(l, op.getX());
+  Value n = lastDimF32(l, x);
   Value eps = l.cst(op.getEpsilon().convertToDouble());
   bool offset = (bool)op.getUnitOffset();
-  SmallVector<Value> ins{op.getX(), ss, op.getWeight()};
-  if (op.getGate())
+  SmallVector<Value> ins{x, ss, op.getWeight()};
+  if (gateAfter)
     ins.push_back(op.getGate());
   Value r = l.elementwise(
-      t, ins, selfDims(op.getX()),
+      t, ins, selfDims(x),
       [&](OpBuilder &nb, ValueRange a) {
         Location loc = l.loc;
         Value mean = arith::DivFOp::create(nb, loc, a[1], n);
@@ -305,7 +319,7 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
         Value v = arith::MulFOp::create(
             nb, loc, arith::MulFOp::create(nb, loc, l.ext(nb, a[0]), inv), w);
         // The gated RMSNorm's output gate, on the normalised row.
-        if (op.getGate())
+        if (gateAfter)
           v = arith::MulFOp::create(
               nb, loc, v,
               l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[3])));

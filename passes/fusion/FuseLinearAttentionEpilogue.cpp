@@ -35,6 +35,9 @@ bool availableAt(Value v, Operation *op) {
 /// onnx.Reshape ops only (each with no other reader), if the norm is over
 /// the head dim Dv. Returns whether it did.
 bool fuse(gated::RMSNormOp norm) {
+  // The epilogue gates the normalised rows (not Mamba2's gate-first norm).
+  if (norm.getGateFirst())
+    return false;
   SmallVector<Operation *> chain;
   Value v = norm.getX();
   while (auto r = v.getDefiningOp<onnx::ReshapeOp>()) {

@@ -24,7 +24,12 @@ def RaiseNorms : Pass<"raise-norms", "mlir::func::FuncOp"> {
     `unit_offset`. An RMSNorm whose only reader multiplies it by act(z),
     z of the norm's shape and act Sigmoid(z), 0.5 + 0.5·Sigmoid(z) or
     z·Sigmoid(z) (SiLU), is the gated RMSNorm of Gated DeltaNet / Qwen3-Next
-    (FLA's FusedRMSNormGated): one gated.rms_norm with that gate.
+    (FLA's FusedRMSNormGated): one gated.rms_norm with that gate. An
+    RMSNorm of Mul(y, act(z)) that alone reads the product is Mamba2's
+    gated norm (MambaRMSNormGated, the gate before the norm): the op with
+    that gate and `gate_first`. The norm may also be computed on a reshape
+    that keeps the last dim and reshaped back before the weight (Mamba2's
+    n_groups = 1 view [B, T, 1, D]).
   }];
   let dependentDialects = ["::gatec::gated::GatedDialect"];
 }

@@ -88,6 +88,26 @@ bool isVectorOfLastDim(Value w, Value x) {
          ws[0] != ShapedType::kDynamic;
 }
 
+/// Reshape(normalized(Reshape(x))) where both reshapes keep the last dim
+/// (Mamba2's gated norm over n_groups = 1: [B, T, D] -> [B, T, 1, D] and
+/// back): rows of the last dim are the same rows, so this is normalized(x).
+bool matchNormalizedThroughReshape(Value v, Value &x, double &eps) {
+  auto back = def<onnx::ReshapeOp>(v);
+  Value x4;
+  if (!back || !matchNormalized(back.getData(), x4, eps))
+    return false;
+  auto in = def<onnx::ReshapeOp>(x4);
+  if (!in)
+    return false;
+  auto outS = shapeOf(v), midS = shapeOf(x4), inS = shapeOf(in.getData());
+  if (outS.empty() || midS.empty() || inS.empty() ||
+      outS.back() == ShapedType::kDynamic || midS.back() != outS.back() ||
+      inS.back() != outS.back() || in.getData().getType() != v.getType())
+    return false;
+  x = in.getData();
+  return true;
+}
+
 /// Mul(normalized(x), w) (either order) -> gated.rms_norm(x, w).
 struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -97,7 +117,9 @@ struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
          {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
       Value x;
       double eps;
-      if (!isConstant(w) || !matchNormalized(n, x, eps) ||
+      if (!isConstant(w) ||
+          !(matchNormalized(n, x, eps) ||
+            matchNormalizedThroughReshape(n, x, eps)) ||
           !isVectorOfLastDim(w, x) || x.getType() != op.getType())
         continue;
       SmallVector<Operation *> matched;
@@ -105,7 +127,8 @@ struct DecomposedRMSNorm : OpRewritePattern<onnx::MulOp> {
       auto norm = gated::RMSNormOp::create(
           rewriter, fuseLocs(getContext(), matched), op.getType(), x, w,
           /*gate=*/Value(), rewriter.getF32FloatAttr(eps),
-          /*unit_offset=*/UnitAttr(), /*gate_activation=*/nullptr);
+          /*unit_offset=*/UnitAttr(), /*gate_activation=*/nullptr,
+          /*gate_first=*/UnitAttr());
       rewriter.replaceOp(op, norm.getResult());
       return success();
     }
@@ -156,6 +179,37 @@ struct GatedRMSNorm : OpRewritePattern<onnx::MulOp> {
   }
 };
 
+/// gated.rms_norm(Mul(y, act(z)), w) (either order; the product read by the
+/// norm only, y and z of its type) -> gated.rms_norm(y, w) gate(z, act)
+/// gate_first: Mamba2's gated norm, which gates before normalising.
+struct GateFirstRMSNorm : OpRewritePattern<gated::RMSNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(gated::RMSNormOp op,
+                                PatternRewriter &rewriter) const override {
+    auto m = def<onnx::MulOp>(op.getX());
+    if (op.getGate() || !m || !m->hasOneUse())
+      return failure();
+    for (auto [y, g] :
+         {std::pair(m.getA(), m.getB()), std::pair(m.getB(), m.getA())}) {
+      gated::GateActivation act;
+      Value z = gateLogits(g, act);
+      if (!z || y.getType() != op.getX().getType() ||
+          z.getType() != op.getX().getType())
+        continue;
+      SmallVector<Operation *> matched{op};
+      collectMatched(m.getResult(), {y, z}, matched);
+      auto gatedNorm = gated::RMSNormOp::create(
+          rewriter, fuseLocs(getContext(), matched), op.getType(), y,
+          op.getWeight(), z, op.getEpsilonAttr(), op.getUnitOffsetAttr(),
+          gated::GateActivationAttr::get(getContext(), act),
+          rewriter.getUnitAttr());
+      rewriter.replaceOp(op, gatedNorm.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// ONNX RMSNormalization-23 over the last axis.
 struct RMSNormalizationOp : OpRewritePattern<onnx::RMSNormalizationOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -170,7 +224,7 @@ struct RMSNormalizationOp : OpRewritePattern<onnx::RMSNormalizationOp> {
     rewriter.replaceOpWithNewOp<gated::RMSNormOp>(
         op, op.getType(), op.getX(), op.getScale(), /*gate=*/Value(),
         op.getEpsilonAttr(), /*unit_offset=*/UnitAttr(),
-        /*gate_activation=*/nullptr);
+        /*gate_activation=*/nullptr, /*gate_first=*/UnitAttr());
     return success();
   }
 };
@@ -261,7 +315,8 @@ struct RaiseNormsPass : gated::impl::RaiseNormsBase<RaiseNormsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposedRMSNorm, RMSNormalizationOp, LayerNormalizationOp,
-                 DecomposedLayerNorm, GatedRMSNorm>(&getContext());
+                 DecomposedLayerNorm, GatedRMSNorm, GateFirstRMSNorm>(
+        &getContext());
     // Not converging within the driver's iterations is no error (as in
     // upstream canonicalize): every rewrite left valid IR. Failing here
     // failed the compile without a message.

@@ -174,6 +174,11 @@ case("rms_norm_gated_sigmoid", [xr, wn, zr],
      "gated.rms_norm %%a0, %%a1 gate(%%a2 : %s, sigmoid) {epsilon = 1.0e-6 : f32} : %s, %s" % (
          ttype(zr), ttype(xr), ttype(wn)),
      ref.gated_rms_norm(xr, wn, zr, 1e-6, "sigmoid"), xr.shape)
+case("rms_norm_gate_first_silu", [xr, wn, zr],
+     "gated.rms_norm %%a0, %%a1 gate(%%a2 : %s, silu) {epsilon = 1.0e-6 : f32, gate_first} : %s, %s" % (
+         ttype(zr), ttype(xr), ttype(wn)),
+     ref.rms_norm(np.asarray(xr, np.float64) * ref.GATE_ACT["silu"](np.asarray(zr, np.float64)),
+                  wn, 1e-6), xr.shape)
 
 # gated.short_conv (LFM2): K = 3 and 4 taps, with and without a bias; a
 # sequence shorter than the kernel (T = 2 < K: the taps before the start

@@ -85,6 +85,8 @@ SHORT_CONV = "short conv (B·x, C·conv)"  # LFM2's gated depthwise convolution
 # Gated DeltaNet's output gate: RMSNorm(o) ⊙ silu(z) over each head's row
 # (fused into the linear attention's epilogue in the fused phase).
 GATED_NORM = "gated RMSNorm output (norm(x) * act(z))"
+# Mamba2's output gate: RMSNorm(y ⊙ silu(z)) (the gate before the norm).
+GATED_NORM_FIRST = "gated RMSNorm input (norm(x * act(z)))"
 EXPECT = {
     "llama": (2, 0, SWIGLU2),
     "mistral": (2, 0, SWIGLU2),
@@ -113,8 +115,8 @@ EXPECT = {
                                        GDN: 1, GATED_NORM: 1}),
     # mamba2_onnx27 (python -m gatec.export): the SSD as LinearAttention-27
     # (update_rule gated), one decay gate per layer, prefill and decode.
-    "mamba2": (0, 0, {SSD: 2}),
-    "bamba": (1, 0, {"FFN (SwiGLU)": 2, SSD: 1}),
+    "mamba2": (0, 0, {SSD: 2, GATED_NORM_FIRST: 2}),
+    "bamba": (1, 0, {"FFN (SwiGLU)": 2, SSD: 1, GATED_NORM_FIRST: 1}),
     "falcon_h1": (2, 0, {"FFN (SwiGLU)": 2, SSD: 2}),
     "recurrent_gemma": (1, 0, {"FFN (GEGLU (tanh))": 2}),
     "lfm2": (1, 0, {"FFN (SwiGLU)": 2, SHORT_CONV: 1}),
@@ -152,7 +154,7 @@ UNROLLED_GDN = ("the chunked gated delta rule as torch traced it (Pad, 63 Scatte
                 "not raised to gated.linear_attention; the onnx27 export of the same "
                 "model is")
 SSD_GAP = ("Mamba2's chunked SSD (Pad, CumSum, segment sums, Einsum) is not raised "
-           "to gated.linear_attention, nor its y·silu(z) output gate")
+           "to gated.linear_attention (its gated norm is)")
 KNOWN_GAPS = {
     "qwen3_next_hybrid_dynamo": UNROLLED_GDN,
     "qwen3_next_hybrid_dense_dynamo": UNROLLED_GDN,

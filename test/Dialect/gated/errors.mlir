@@ -225,3 +225,11 @@ func.func @short_conv_weight(%x: tensor<2x4x8xf32>, %w: tensor<4x2x3xf32>) -> te
   %r = gated.short_conv %x, %x, %x, %w : tensor<2x4x8xf32>, tensor<4x2x3xf32>
   return %r : tensor<2x4x8xf32>
 }
+
+// -----
+
+func.func @gate_first_without_gate(%x: tensor<2x32xf32>, %w: tensor<32xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'gated.rms_norm' op gate_first needs a gate}}
+  %r = gated.rms_norm %x, %w {epsilon = 1.0e-6 : f32, gate_first} : tensor<2x32xf32>, tensor<32xf32>
+  return %r : tensor<2x32xf32>
+}

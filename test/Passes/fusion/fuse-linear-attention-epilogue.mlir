@@ -58,3 +58,15 @@ func.func @not_fused(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tenso
   %y4 = gated.rms_norm %t, %w {epsilon = 1.0e-6 : f32} : tensor<1x?x2x8xf32>, tensor<8xf32>
   return %y, %y2, %o2, %y4 : tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x?x2x8xf32>
 }
+
+// -----
+
+// Mamba2's gate-first norm, norm(o ⊙ act(z)), is not the epilogue's form.
+// CHECK-LABEL: func.func @gate_first_not_fused
+// CHECK: gated.rms_norm {{.*}} gate_first
+func.func @gate_first_not_fused(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %g: tensor<1x2x?x1xf32>, %z: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<8xf32>
+  %o, %f = gated.linear_attention gated chunked %q, %k, %v decay(%g : tensor<1x2x?x1xf32>) {chunk_size = 16 : i64, scale = 0.5 : f32} : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32> -> tensor<1x2x?x8xf32>, tensor<1x2x8x8xf32>
+  %y = gated.rms_norm %o, %w gate(%z : tensor<1x2x?x8xf32>, silu) {epsilon = 1.0e-6 : f32, gate_first} : tensor<1x2x?x8xf32>, tensor<8xf32>
+  return %y : tensor<1x2x?x8xf32>
+}

@@ -167,3 +167,55 @@ func.func @rms_gate_broadcast(%x: tensor<4x16xf32>, %z: tensor<1x16xf32>) -> ten
   %y = "onnx.Mul"(%nw, %sg) : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// Mamba2's gated norm (n_groups = 1): RMSNorm(y ⊙ silu(z)) with the rows
+// reshaped to [B, T, 1, D] for the norm and back before the weight: one
+// gated.rms_norm with the gate first.
+// CHECK-LABEL: func.func @rms_gate_first_mamba2
+// CHECK: %[[N:.*]] = gated.rms_norm %arg0, %{{.*}} gate(%arg1 : tensor<?x?x16xf32>, silu) {epsilon = 9.99999997E-7 : f32, gate_first} : tensor<?x?x16xf32>, tensor<16xf32>
+// CHECK-NOT: onnx.Sigmoid
+// CHECK: return %[[N]]
+func.func @rms_gate_first_mamba2(%y: tensor<?x?x16xf32>, %z: tensor<?x?x16xf32>, %s4: tensor<4xi64>, %s3: tensor<3xi64>) -> tensor<?x?x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %sg = "onnx.Sigmoid"(%z) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %silu = "onnx.Mul"(%z, %sg) : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %x = "onnx.Mul"(%y, %silu) : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %x4 = "onnx.Reshape"(%x, %s4) <{allowzero = 1 : i64}> : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x1x16xf32>
+  %sq = "onnx.Pow"(%x4, %two) : (tensor<?x?x1x16xf32>, tensor<f32>) -> tensor<?x?x1x16xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<?x?x1x16xf32>, tensor<1xi64>) -> tensor<?x?x1x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<?x?x1x1xf32>, tensor<f32>) -> tensor<?x?x1x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<?x?x1x1xf32>) -> tensor<?x?x1x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<?x?x1x1xf32>) -> tensor<?x?x1x1xf32>
+  %n = "onnx.Mul"(%x4, %r) : (tensor<?x?x1x16xf32>, tensor<?x?x1x1xf32>) -> tensor<?x?x1x16xf32>
+  %n3 = "onnx.Reshape"(%n, %s3) <{allowzero = 1 : i64}> : (tensor<?x?x1x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %y2 = "onnx.Mul"(%w, %n3) : (tensor<16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %y2 : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Groups of the last dim (n_groups = 2: [B, T, 2, 8] for a weight of 16)
+// are no RMSNorm over the last dim: left alone.
+// CHECK-LABEL: func.func @rms_groups_not_raised
+// CHECK-NOT: gated.rms_norm
+func.func @rms_groups_not_raised(%x: tensor<?x?x16xf32>, %s4: tensor<4xi64>, %s3: tensor<3xi64>) -> tensor<?x?x16xf32> {
+  %w = onnx.Constant dense<1.5> : tensor<16xf32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %ax = onnx.Constant dense<-1> : tensor<1xi64>
+  %x4 = "onnx.Reshape"(%x, %s4) <{allowzero = 1 : i64}> : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x2x8xf32>
+  %sq = "onnx.Pow"(%x4, %two) : (tensor<?x?x2x8xf32>, tensor<f32>) -> tensor<?x?x2x8xf32>
+  %m = "onnx.ReduceMean"(%sq, %ax) : (tensor<?x?x2x8xf32>, tensor<1xi64>) -> tensor<?x?x2x1xf32>
+  %a = "onnx.Add"(%m, %eps) : (tensor<?x?x2x1xf32>, tensor<f32>) -> tensor<?x?x2x1xf32>
+  %s = "onnx.Sqrt"(%a) : (tensor<?x?x2x1xf32>) -> tensor<?x?x2x1xf32>
+  %r = "onnx.Reciprocal"(%s) : (tensor<?x?x2x1xf32>) -> tensor<?x?x2x1xf32>
+  %n = "onnx.Mul"(%x4, %r) : (tensor<?x?x2x8xf32>, tensor<?x?x2x1xf32>) -> tensor<?x?x2x8xf32>
+  %n3 = "onnx.Reshape"(%n, %s3) <{allowzero = 1 : i64}> : (tensor<?x?x2x8xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %y2 = "onnx.Mul"(%w, %n3) : (tensor<16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %y2 : tensor<?x?x16xf32>
+}
