@@ -594,7 +594,8 @@ LogicalResult LinearAttentionOp::verifyNormEpilogue() {
       gt.getNumElements() != ot.getNumElements())
     return emitOpError() << "norm_gate " << gt
                          << " must hold as many elements as the output " << ot;
-  if (getElementTypeOrSelf(gt) != getElementTypeOrSelf(ot))
+  if (getElementTypeOrSelf(getNormGate().getType()) !=
+      getElementTypeOrSelf(getOutput().getType()))
     return emitOpError() << "norm_gate must have the output's element type";
   return success();
 }

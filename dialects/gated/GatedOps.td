@@ -288,7 +288,10 @@ def Gated_RMSNormOp : Gated_Op<"rms_norm", [AllTypesMatch<["x", "result"]>]> {
 
       result = x / sqrt(mean_last(x²) + epsilon) ⊙ w ⊙ act(gate)
 
-    gate has x's shape (elementwise) and holds the logits; act is
+    gate has x's type (elementwise) and holds the logits; where a dynamic
+    size is 1 in one of x and gate and N in the other at run time, they
+    broadcast (ONNX rules, as the Mul they were raised from) and so does
+    the result. act is
     `gate_activation` (sigmoid, ns_sigmoid, silu). With `gate_first` the
     gate is applied before the norm instead (Mamba2's MambaRMSNormGated,
     FLA's norm_before_gate = False):

@@ -20,6 +20,12 @@ namespace gatec::common {
 /// A float constant of z's type.
 inline mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
                                  mlir::Type t, double v) {
+  // A splat for vector types (the activations also run on vectors).
+  if (auto vt = mlir::dyn_cast<mlir::VectorType>(t))
+    return mlir::arith::ConstantOp::create(
+        b, loc,
+        mlir::DenseElementsAttr::get(
+            vt, mlir::FloatAttr::get(vt.getElementType(), v).getValue()));
   return mlir::arith::ConstantOp::create(b, loc, mlir::FloatAttr::get(t, v));
 }
 

@@ -282,6 +282,8 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   auto t = dyn_cast<RankedTensorType>(op.getType());
   if (!t || t.getRank() < 1)
     return op.emitOpError() << "needs a ranked tensor to lower";
+  if (op.getGate() && !isa<RankedTensorType>(op.getGate().getType()))
+    return op.emitOpError() << "needs a ranked gate to lower";
   Type e = t.getElementType();
   Value x = op.getX();
   bool gateAfter = op.getGate() && !op.getGateFirst();
@@ -289,9 +291,9 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
     // Mamba2's gated norm: x ⊙ act(gate) is what is normalised (an f32
     // producer that elementwise fusion recomputes in both of its readers).
     auto ft = RankedTensorType::get(t.getShape(), l.f32);
+    // (Broadcast sizes: x or the gate may be 1 where the other is not.)
     x = l.elementwise(
-        ft, {x, op.getGate()}, selfDims(x),
-        [&](OpBuilder &nb, ValueRange a) -> Value {
+        ft, {x, op.getGate()}, {}, [&](OpBuilder &nb, ValueRange a) -> Value {
           return arith::MulFOp::create(
               nb, l.loc, l.ext(nb, a[0]),
               l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[1])));
@@ -306,8 +308,31 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
   SmallVector<Value> ins{x, ss, op.getWeight()};
   if (gateAfter)
     ins.push_back(op.getGate());
+  // A gate after the norm broadcasts with x (ONNX's Mul: either may have
+  // size 1 where the other does not): the rows' sums as [..., 1] and the
+  // broadcast of all sizes; without one, x's own sizes.
+  bool bcast = gateAfter && t.getRank() >= 2;
+  if (bcast) {
+    auto st = cast<RankedTensorType>(ss.getType());
+    SmallVector<int64_t> shape(st.getShape());
+    shape.push_back(1);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < st.getRank(); ++i)
+      sizes.push_back(st.isDynamicDim(i) ? OpFoldResult(l.dim(ss, i))
+                                         : b.getIndexAttr(st.getDimSize(i)));
+    sizes.push_back(b.getIndexAttr(1));
+    SmallVector<ReassociationIndices> re;
+    for (int64_t i = 0; i + 1 < st.getRank(); ++i)
+      re.push_back({i});
+    re.push_back({st.getRank() - 1, st.getRank()});
+    ins[1] = tensor::ExpandShapeOp::create(
+        b, l.loc, RankedTensorType::get(shape, st.getElementType()), ss, re,
+        sizes);
+  }
   Value r = l.elementwise(
-      t, ins, selfDims(x),
+      t, ins,
+      bcast ? ArrayRef<std::pair<Value, int64_t>>{}
+            : ArrayRef<std::pair<Value, int64_t>>(selfDims(x)),
       [&](OpBuilder &nb, ValueRange a) {
         Location loc = l.loc;
         Value mean = arith::DivFOp::create(nb, loc, a[1], n);
@@ -325,7 +350,7 @@ LogicalResult lower(gated::RMSNormOp op, OpBuilder &b) {
               l.gateAct(nb, *op.getGateActivation(), l.ext(nb, a[3])));
         return l.trunc(nb, v, e);
       },
-      {false, true});
+      bcast ? ArrayRef<bool>{} : ArrayRef<bool>{false, true});
   op.getResult().replaceAllUsesWith(r);
   return success();
 }
@@ -339,8 +364,11 @@ LogicalResult lower(gated::ShortConvOp op, OpBuilder &b) {
   Lowerer l(b, op.getLoc());
   auto t = dyn_cast<RankedTensorType>(op.getType());
   auto wt = dyn_cast<RankedTensorType>(op.getWeight().getType());
-  if (!t || !wt || t.getRank() != 3)
+  if (!t || !wt || t.getRank() != 3 ||
+      (op.getBias() && !isa<RankedTensorType>(op.getBias().getType())))
     return op.emitOpError() << "needs ranked tensors to lower";
+  if (t.isDynamicDim(1))
+    return op.emitOpError() << "needs a static channel count to lower";
   Location loc = l.loc;
   Type e = t.getElementType();
   Value x = op.getX(), bg = op.getB(), c = op.getC();
@@ -483,6 +511,9 @@ LogicalResult lower(gated::GluOp op, OpBuilder &b) {
   auto xt = dyn_cast<RankedTensorType>(op.getX().getType());
   if (!t || !xt)
     return op.emitOpError() << "needs ranked tensors to lower";
+  for (Value bias : {op.getWBias(), op.getVBias()})
+    if (bias && !isa<RankedTensorType>(bias.getType()))
+      return op.emitOpError() << "needs ranked biases to lower";
   int64_t r = xt.getRank(); // loops: batch dims (r-1), F, then D
   SmallVector<int64_t> shape(t.getShape());
   SmallVector<std::pair<Value, int64_t>> dims = selfDims(op.getX());

@@ -59,6 +59,9 @@ bool fuse(gated::RMSNormOp norm) {
       xt.getDimSize(xt.getRank() - 1) != dv)
     return false;
   Value w = norm.getWeight(), z = norm.getGate();
+  if (!isa<RankedTensorType>(w.getType()) ||
+      (z && !isa<RankedTensorType>(z.getType())))
+    return false;
   // The new operands must be available at the op: if not, the op and the
   // reshapes move down to the norm, which needs the final state to be read
   // after it only.

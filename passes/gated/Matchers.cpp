@@ -181,6 +181,24 @@ Value gateLogits(Value v, gated::GateActivation &act) {
   return {};
 }
 
+bool provablySameShape(Value a, Value b) {
+  auto at = dyn_cast<RankedTensorType>(a.getType());
+  auto bt = dyn_cast<RankedTensorType>(b.getType());
+  if (!at || !bt || at.getRank() != bt.getRank())
+    return false;
+  for (int64_t i = 0; i < at.getRank(); ++i) {
+    int64_t x = at.getDimSize(i), y = bt.getDimSize(i);
+    if (x != ShapedType::kDynamic || y != ShapedType::kDynamic) {
+      if (x != y)
+        return false;
+      continue;
+    }
+    if (a != b && !onnx::sameDim(a, i, b, i))
+      return false;
+  }
+  return true;
+}
+
 SmallVector<int64_t> shapeOf(Value v) {
   if (auto t = dyn_cast<RankedTensorType>(v.getType()))
     return SmallVector<int64_t>(t.getShape());

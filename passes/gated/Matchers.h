@@ -68,6 +68,12 @@ mlir::Value gateLogits(mlir::Value v, gated::GateActivation &act);
 /// candidate that does not verify is a match that failed, not a diagnostic.
 bool verifiesQuietly(mlir::Operation *op);
 
+/// Whether a and b provably have the same shape at run time: each dim equal
+/// and static, or dynamic in both and traced to the same dim
+/// (onnx::sameDim). An element-wise op over them then broadcasts nothing,
+/// so a raised op may read them at the same indices.
+bool provablySameShape(mlir::Value a, mlir::Value b);
+
 /// Static shape of v, or empty if unranked.
 llvm::SmallVector<int64_t> shapeOf(mlir::Value v);
 

@@ -83,7 +83,12 @@ struct Proj {
   }
   /// A dense projection's bias columns [N'], or null.
   Value linBiasColumns(PatternRewriter &rewriter, Location loc) const {
-    return linBias ? columns(rewriter, loc, linBias, 0) : Value();
+    if (!linBias)
+      return Value();
+    // The slice (folded to a constant) keeps the bias initializer's
+    // location, so the weight check still finds it.
+    Location bl = FusedLoc::get(rewriter.getContext(), {linBias.getLoc(), loc});
+    return columns(rewriter, bl, linBias, 0);
   }
   /// An expert's bias columns [E, N'], or null.
   Value biasColumns(PatternRewriter &rewriter, Location loc) const {

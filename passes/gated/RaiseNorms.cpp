@@ -159,6 +159,8 @@ struct GatedRMSNorm : OpRewritePattern<onnx::MulOp> {
       }
       gated::GateActivation act;
       Value z = gateLogits(a, act);
+      // (Where the gate and the norm differ at run time, the op broadcasts
+      // them as the Mul did.)
       if (!z || z.getType() != a.getType())
         continue;
       SmallVector<Operation *> matched{norm};

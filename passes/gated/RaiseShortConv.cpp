@@ -78,6 +78,10 @@ struct ShortConv : OpRewritePattern<onnx::MulOp> {
         continue;
       if (!causalPrefix(slice, conv.getX()))
         continue;
+      // b, x and c are read at the same indices: no broadcast among them.
+      if (!provablySameShape(gate.getA(), gate.getB()) ||
+          !provablySameShape(c, gate.getB()))
+        continue;
       auto wt = dyn_cast<RankedTensorType>(conv.getW().getType());
       if (!isConstant(conv.getW()) || !wt || wt.getRank() != 3 ||
           wt.getDimSize(0) != ch || wt.getDimSize(1) != 1 ||

@@ -258,6 +258,13 @@ def glu(act="silu", bias=None, form="two"):
     ins = [("x", F, ["b", "t", D])]
     if form == "two":
         nodes += [N("MatMul", ["x", "W"], "a0"), N("MatMul", ["x", "V"], "b0")]
+    elif form == "split_bias":
+        # nn.Linear(D, 2·FF) with its bias, then chunked (the bias columns
+        # are cut at compile time with the weight's).
+        nodes += [N("MatMul", ["x", "WV"], "ab0"), N("Add", ["ab0", "bwv"], "ab"),
+                  oh.make_node("Split", ["ab", "sp"], ["a0", "b0"], axis=-1)]
+        consts["sp"] = np.array([FF, FF], np.int64)
+        consts["bwv"] = w(2 * FF)
     elif form == "split":
         nodes += [N("MatMul", ["x", "WV"], "ab"),
                   oh.make_node("Split", ["ab", "sp"], ["a0", "b0"], axis=-1)]
@@ -371,6 +378,37 @@ def rms_norm(weight=None, unit_offset=False):
     return model(nodes, ins, ["y"], consts)
 
 
+def gated_rms_norm(first=False):
+    """Gated DeltaNet's gated RMSNorm RMSNorm(x)·w ⊙ silu(z), or with
+    `first` Mamba2's RMSNorm(x ⊙ silu(z))·w, on x [b, t, D] and z [zb, zt,
+    D] of their own symbolic dims (either may broadcast the other)."""
+    consts = {"w": (1.0 + w(D)).astype(np.float32)}
+    ins = [("x", F, ["b", "t", D]), ("z", F, ["zb", "zt", D])]
+    nodes = [N("Sigmoid", ["z"], "zs"), N("Mul", ["z", "zs"], "silu")]
+    if first:
+        nodes += [N("Mul", ["x", "silu"], "xg"),
+                  N("RMSNormalization", ["xg", "w"], "y", axis=-1, epsilon=1e-6)]
+    else:
+        nodes += [N("RMSNormalization", ["x", "w"], "n", axis=-1, epsilon=1e-6),
+                  N("Mul", ["n", "silu"], "y")]
+    return model(nodes, ins, ["y"], consts, opset=23)
+
+
+def short_conv(K=3):
+    """LFM2's c ⊙ causal_conv(b ⊙ x) on b [nb, C, tb], x [n, C, t], c [nc,
+    C, tc] of their own symbolic dims: not provably one shape, so not
+    raised (the onnx ops broadcast)."""
+    C = 4
+    consts = {"wc": w(C, 1, K, scale=0.5), "z0": np.array([0], np.int64),
+              "ax": np.array([2], np.int64)}
+    ins = [("bg", F, ["nb", C, "tb"]), ("x", F, ["n", C, "t"]), ("c", F, ["nc", C, "tc"])]
+    nodes = [N("Mul", ["bg", "x"], "bx"),
+             N("Conv", ["bx", "wc"], "cv", group=C, kernel_shape=[K], pads=[K - 1, K - 1]),
+             N("Shape", ["bx"], "tl", start=2, end=3),
+             N("Slice", ["cv", "z0", "tl", "ax"], "cs"), N("Mul", ["c", "cs"], "y")]
+    return model(nodes, ins, ["y"], consts)
+
+
 def layer_norm(scale=(D,), bias=(D,)):
     """ONNX LayerNormalization-17 over the last axis of x [b, t, D], scale
     and bias graph inputs of the given dims."""
@@ -427,6 +465,21 @@ CASES.update({
     "glu_swiglu_bias_dyn": (
         glu("silu", bias=(["fb"], [1])),
         sizes(dict(BT, fb=FF), {}, {"fb": 1}, {"b": 1, "t": 1, "fb": 1}, {"t": 40})),
+    # gated.glu silu with both biases: one nn.Linear [W|V] with its bias,
+    # cut by Split
+    "glu_swiglu_split_bias": (glu("silu", form="split_bias"), GLU_RUNS[::2]),
+    # gated.rms_norm with a gate (after the norm, Gated DeltaNet; before
+    # it, Mamba2): x and z broadcast either way at run time
+    "rms_norm_gated_dyn": (gated_rms_norm(), sizes(
+        dict(BT, zb=2, zt=5), {}, {"b": 1}, {"zb": 1}, {"t": 1}, {"zt": 1},
+        {"b": 1, "t": 1}, {"zb": 1, "zt": 40, "t": 40})),
+    "rms_norm_gate_first_dyn": (gated_rms_norm(first=True), sizes(
+        dict(BT, zb=2, zt=5), {}, {"b": 1}, {"zt": 1}, {"zb": 1, "zt": 40, "t": 40})),
+    # LFM2's short conv with b, x and c of their own dims (not raised: the
+    # three are not provably one shape); broadcast either way
+    "short_conv_dyn": (short_conv(), sizes(
+        dict(nb=2, n=2, nc=2, tb=5, t=5, tc=5), {}, {"nb": 1}, {"nc": 1},
+        {"tc": 1}, {"n": 1, "nc": 1, "nb": 1, "t": 40, "tb": 40, "tc": 40})),
     # gated.gate G2 sigmoid multiply on the value projection; the gate's
     # input xg has its own batch and sequence
     "gate_g2_value_dyn": (proj_attention("v"), GATE_RUNS),

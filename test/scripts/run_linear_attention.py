@@ -89,6 +89,8 @@ def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state, dty
         cast_out = [helper.make_node("Cast", [r + "_lp"], [r], to=f) for r in results]
         results = [r + "_lp" for r in results]
     inits = []
+    if norm and dtype:
+        raise ValueError("make_model: the gated RMSNorm is built for fp32 models only")
     if norm:
         results = ["la_output"] + results[1:]
     nodes = cast_in + [helper.make_node("LinearAttention", names, results, name="la",
@@ -108,7 +110,8 @@ def make_model(path, rule, B, Hq, Hkv, Dk, Dv, decay_kind, beta_kind, state, dty
             helper.make_node("Mul", ["z_rows", "z_sig"], ["z_silu"]),
             helper.make_node("Mul", ["o_norm", "z_silu"], ["y_rows"]),
             helper.make_node("Shape", ["z"], ["z_shape"]),
-            helper.make_node("Reshape", ["y_rows", "z_shape"], ["output"]),
+            # (allowzero: z's shape may hold a 0, at T = 0)
+            helper.make_node("Reshape", ["y_rows", "z_shape"], ["output"], allowzero=1),
         ]
     outs = [helper.make_tensor_value_info("output", f, [B, "T", Hq * Dv]),
             helper.make_tensor_value_info("present_state", f, [B, Hkv, Dk, Dv])]

@@ -10,6 +10,8 @@
 
 #include "dialects/onnx/NodeLocation.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/common/Activations.h"
 
 namespace gatec::conversion::linear_attention {
@@ -58,11 +60,105 @@ NormEpilogue normEpilogue(Builder &l, const Shapes &s,
   return e;
 }
 
+namespace {
+/// The CPU form (products=vector): per row, Σ o² over Dv in vectors of w
+/// lanes (one FMA each), one rsqrt, then o · rsqrt · w · act(z) in the same
+/// vectors, read and written in place in the task's rows.
+Value vectorEpilogue(Builder &l, const Shapes &s, const NormEpilogue &e,
+                     Value bi, Value hq0, Value rows, Value t0, int64_t n) {
+  Location loc = l.loc;
+  OpBuilder &b = l.b;
+  int64_t w = 1;
+  for (int64_t c : {16, 8, 4, 2})
+    if (s.dv % c == 0) {
+      w = c;
+      break;
+    }
+  auto vt = VectorType::get({w}, l.f32);
+  SmallVector<bool> inb{true};
+  Value zero = l.cst(0.0);
+  Value zeroV = vector::BroadcastOp::create(b, loc, vt, zero);
+  Value invDv = l.cst(1.0 / (double)s.dv), eps = l.cst(e.eps);
+  Type gateElt = e.gate
+                     ? cast<RankedTensorType>(e.gate.getType()).getElementType()
+                     : Type();
+  auto forStep = [&](Value lb, Value ub, int64_t step, ValueRange inits,
+                     llvm::function_ref<Value(Value, ValueRange)> fn) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, l.index(step), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    scf::YieldOp::create(b, loc,
+                         fn(f.getInductionVar(), f.getRegionIterArgs()));
+    return f.getResult(0);
+  };
+  Value c0 = l.index(0);
+  // Rows (g, t0 + i) of the block, i < n, g < G.
+  return forStep(c0, l.index(s.group), 1, {rows}, [&](Value g, ValueRange gi) {
+    return forStep(c0, l.index(n), 1, {gi[0]}, [&](Value i, ValueRange ii) {
+      Value t = arith::AddIOp::create(b, loc, t0, i);
+      auto at = [&](Value d) -> SmallVector<Value> {
+        return s.outBthd ? SmallVector<Value>{t, g, d}
+                         : SmallVector<Value>{g, t, d};
+      };
+      Value cur = ii[0];
+      // Σ_d o², in w lanes.
+      auto acc = scf::ForOp::create(b, loc, c0, l.index(s.dv), l.index(w),
+                                    ValueRange{zeroV});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(acc.getBody());
+        Value v = vector::TransferReadOp::create(
+            b, loc, vt, cur, at(acc.getInductionVar()), zero, inb);
+        scf::YieldOp::create(b, loc,
+                             ValueRange{vector::FMAOp::create(
+                                 b, loc, v, v, acc.getRegionIterArgs()[0])});
+      }
+      Value ss = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                             acc.getResult(0));
+      Value rms = math::RsqrtOp::create(
+          b, loc, math::FmaOp::create(b, loc, ss, invDv, eps));
+      Value rmsV = vector::BroadcastOp::create(b, loc, vt, rms);
+      Value hq = arith::AddIOp::create(b, loc, hq0, g);
+      return forStep(c0, l.index(s.dv), w, {cur}, [&](Value d, ValueRange di) {
+        Value v =
+            vector::TransferReadOp::create(b, loc, vt, di[0], at(d), zero, inb);
+        Value wv = vector::TransferReadOp::create(b, loc, vt, e.weight,
+                                                  ValueRange{d}, zero, inb);
+        if (e.unitOffset)
+          wv = arith::AddFOp::create(
+              b, loc, common::floatConstant(b, loc, vt, 1.0), wv);
+        Value o = arith::MulFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, v, rmsV), wv);
+        if (e.gate) {
+          SmallVector<Value> gidx = s.outBthd
+                                        ? SmallVector<Value>{bi, t, hq, d}
+                                        : SmallVector<Value>{bi, hq, t, d};
+          auto gvt = VectorType::get({w}, gateElt);
+          Value zv = vector::TransferReadOp::create(
+              b, loc, gvt, e.gate, gidx,
+              arith::ConstantOp::create(b, loc, b.getFloatAttr(gateElt, 0.0)),
+              inb);
+          if (gateElt != l.f32)
+            zv = arith::ExtFOp::create(b, loc, vt, zv);
+          o = arith::MulFOp::create(b, loc, o,
+                                    common::gateActivation(b, loc, e.act, zv));
+        }
+        return vector::TransferWriteOp::create(b, loc, o, di[0], at(d), inb)
+            .getResult();
+      });
+    });
+  });
+}
+} // namespace
+
 Value applyNormEpilogue(Builder &l, const Shapes &s, const NormEpilogue &e,
                         Value bi, Value hq0, Value rows, Value t0,
                         OpFoldResult n) {
   if (!e.weight)
     return rows;
+  if (!l.linalgProducts)
+    if (std::optional<int64_t> c = getConstantIntValue(n))
+      return vectorEpilogue(l, s, e, bi, hq0, rows, t0, *c);
   Location loc = l.loc;
   OpBuilder &b = l.b;
   OpFoldResult z = b.getIndexAttr(0), one = b.getIndexAttr(1);

@@ -55,6 +55,10 @@ LogicalResult lower(gated::LinearAttentionOp op, bool linalgProducts) {
       s.dd == kDyn || s.betaHeads == kDyn)
     return op.emitOpError() << "cannot be lowered: head counts and head "
                                "dims must be static";
+  if (s.dk == 0 || s.dv == 0 || s.hkv == 0)
+    return op.emitOpError() << "cannot be lowered: head counts and head "
+                               "dims must be positive, got Dk = "
+                            << s.dk << ", Dv = " << s.dv;
   s.group = s.hq / s.hkv;
 
   // The scale is applied to each step's query slice (scaled()), not by a

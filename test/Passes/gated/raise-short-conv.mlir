@@ -3,13 +3,17 @@
 // LFM2's short conv as the TorchScript exporter writes it: c ⊙ Slice(Conv(b
 // ⊙ x), first T) with a depthwise conv of 3 taps padded by 2 on each side
 // and the Slice's end read with Shape from the conv's input.
+// b, c and x are the three chunks of one projection (a Split along the
+// channels), so they provably have one shape.
 // CHECK-LABEL: func.func @lfm2_short_conv
-// CHECK: %[[Y:.*]] = gated.short_conv %arg1, %arg0, %arg2, %{{.*}} : tensor<?x4x?xf32>, tensor<4x1x3xf32>
+// CHECK: %[[S:.*]]:3 = "onnx.Split"
+// CHECK: %[[Y:.*]] = gated.short_conv %[[S]]#2, %[[S]]#0, %[[S]]#1, %{{.*}} : tensor<?x4x?xf32>, tensor<4x1x3xf32>
 // CHECK-NOT: onnx.Conv
 // CHECK: return %[[Y]]
-func.func @lfm2_short_conv(%b: tensor<?x4x?xf32>, %x: tensor<?x4x?xf32>, %c: tensor<?x4x?xf32>) -> tensor<?x4x?xf32> {
+func.func @lfm2_short_conv(%bcx: tensor<?x12x?xf32>) -> tensor<?x4x?xf32> {
   %w = onnx.Constant dense<0.5> : tensor<4x1x3xf32>
   %none = "onnx.NoValue"() {value} : () -> none
+  %b, %c, %x = "onnx.Split"(%bcx, %none) <{axis = 1 : i64, num_outputs = 3 : i64}> : (tensor<?x12x?xf32>, none) -> (tensor<?x4x?xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>)
   %zero = onnx.Constant dense<0> : tensor<1xi64>
   %axis = onnx.Constant dense<2> : tensor<1xi64>
   %one = onnx.Constant dense<1> : tensor<1xi64>
@@ -68,4 +72,24 @@ func.func @not_short_conv(%b: tensor<1x4x6xf32>, %x: tensor<1x4x6xf32>, %c: tens
   %s3 = "onnx.Slice"(%c3, %two, %end8, %axis, %none) : (tensor<1x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x4x6xf32>
   %y3 = "onnx.Mul"(%c, %s3) : (tensor<1x4x6xf32>, tensor<1x4x6xf32>) -> tensor<1x4x6xf32>
   return %y1, %y2, %y3 : tensor<1x4x6xf32>, tensor<1x4x6xf32>, tensor<1x4x6xf32>
+}
+
+// -----
+
+// b, x and c of independent dynamic shapes: the Muls may broadcast, so the
+// pattern is left alone.
+// CHECK-LABEL: func.func @independent_shapes
+// CHECK-NOT: gated.short_conv
+func.func @independent_shapes(%b: tensor<?x4x?xf32>, %x: tensor<?x4x?xf32>, %c: tensor<?x4x?xf32>) -> tensor<?x4x?xf32> {
+  %w = onnx.Constant dense<0.5> : tensor<4x1x3xf32>
+  %none = "onnx.NoValue"() {value} : () -> none
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %axis = onnx.Constant dense<2> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %bx = "onnx.Mul"(%b, %x) : (tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> tensor<?x4x?xf32>
+  %t = "onnx.Shape"(%bx) <{start = 2 : i64, end = 3 : i64}> : (tensor<?x4x?xf32>) -> tensor<1xi64>
+  %conv = "onnx.Conv"(%bx, %w, %none) <{group = 4 : i64, kernel_shape = array<i64: 3>, pads = array<i64: 2, 2>}> : (tensor<?x4x?xf32>, tensor<4x1x3xf32>, none) -> tensor<?x4x?xf32>
+  %s = "onnx.Slice"(%conv, %zero, %t, %axis, %one) : (tensor<?x4x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?xf32>
+  %y = "onnx.Mul"(%c, %s) : (tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> tensor<?x4x?xf32>
+  return %y : tensor<?x4x?xf32>
 }
