@@ -153,16 +153,6 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
   int64_t sRows =
       rowScale ? cast<RankedTensorType>(rowScale.getType()).getDimSize(0) : 0;
 
-  auto forStep =
-      [&](Value lb, Value ub, int64_t step, ValueRange inits,
-          llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
-        auto f = scf::ForOp::create(b, loc, lb, ub, l.index(step), inits);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(f.getBody());
-        scf::YieldOp::create(b, loc,
-                             fn(f.getInductionVar(), f.getRegionIterArgs()));
-        return f;
-      };
   auto add = [&](Value x, int64_t c) -> Value {
     return c ? arith::AddIOp::create(b, loc, x, l.index(c)).getResult() : x;
   };
@@ -175,11 +165,11 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
         return {g, r, c};
       return {r, c};
     };
-    auto mLoop = forStep(
-        l.index(0), l.index(M), MR, {accIn},
+    auto mLoop = l.loop(
+        l.index(0), l.index(M), {accIn},
         [&](Value m0, ValueRange mIt) -> SmallVector<Value> {
-          auto nLoop = forStep(
-              l.index(0), l.index(N), NR * w, {mIt[0]},
+          auto nLoop = l.loop(
+              l.index(0), l.index(N), {mIt[0]},
               [&](Value n0, ValueRange nIt) -> SmallVector<Value> {
                 Value t = nIt[0];
                 SmallVector<Value> init;
@@ -208,33 +198,34 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
                 Value kEnd = causal ? add(m0, MR) : l.index(K);
                 if (causal && M > K)
                   kEnd = arith::MinUIOp::create(b, loc, kEnd, l.index(K));
-                auto kLoop =
-                    forStep(l.index(0), kEnd, 1, init,
-                            [&](Value k, ValueRange vs) -> SmallVector<Value> {
-                              SmallVector<Value> bv;
-                              for (int64_t c = 0; c < NR; ++c)
-                                bv.push_back(vector::TransferReadOp::create(
-                                    b, loc, vt, bm,
-                                    ValueRange{k, add(n0, c * w)}, pad, inb));
-                              SmallVector<Value> out;
-                              for (int64_t r = 0; r < MR; ++r) {
-                                Value mi = add(m0, r);
-                                SmallVector<Value> ai;
-                                if (aTransposed)
-                                  ai = {k, mi};
-                                else if (batched)
-                                  ai = {g, mi, k};
-                                else
-                                  ai = {mi, k};
-                                Value x = vector::BroadcastOp::create(
-                                    b, loc, vt,
-                                    tensor::ExtractOp::create(b, loc, a, ai));
-                                for (int64_t c = 0; c < NR; ++c)
-                                  out.push_back(vector::FMAOp::create(
-                                      b, loc, x, bv[c], vs[r * NR + c]));
-                              }
-                              return out;
-                            });
+                auto kLoop = l.loop(
+                    l.index(0), kEnd, init,
+                    [&](Value k, ValueRange vs) -> SmallVector<Value> {
+                      SmallVector<Value> bv;
+                      for (int64_t c = 0; c < NR; ++c)
+                        bv.push_back(vector::TransferReadOp::create(
+                            b, loc, vt, bm, ValueRange{k, add(n0, c * w)}, pad,
+                            inb));
+                      SmallVector<Value> out;
+                      for (int64_t r = 0; r < MR; ++r) {
+                        Value mi = add(m0, r);
+                        SmallVector<Value> ai;
+                        if (aTransposed)
+                          ai = {k, mi};
+                        else if (batched)
+                          ai = {g, mi, k};
+                        else
+                          ai = {mi, k};
+                        Value x = vector::BroadcastOp::create(
+                            b, loc, vt,
+                            tensor::ExtractOp::create(b, loc, a, ai));
+                        for (int64_t c = 0; c < NR; ++c)
+                          out.push_back(vector::FMAOp::create(b, loc, x, bv[c],
+                                                              vs[r * NR + c]));
+                      }
+                      return out;
+                    },
+                    1);
                 for (int64_t r = 0; r < MR; ++r)
                   for (int64_t c = 0; c < NR; ++c)
                     t = vector::TransferWriteOp::create(
@@ -242,17 +233,22 @@ Value blockedMatmul(Builder &l, Value acc, bool accumulate, Value rowScale,
                             idx(add(m0, r), add(n0, c * w)), inb)
                             .getResult();
                 return {t};
-              });
+              },
+              NR *w);
           return {nLoop.getResult(0)};
-        });
+        },
+        MR);
     return mLoop.getResult(0);
   };
   if (!batched)
     return product(Value(), acc);
-  return forStep(l.index(0), l.index(G), 1, {acc},
-                 [&](Value g, ValueRange it) -> SmallVector<Value> {
-                   return {product(g, it[0])};
-                 })
+  return l
+      .loop(
+          l.index(0), l.index(G), {acc},
+          [&](Value g, ValueRange it) -> SmallVector<Value> {
+            return {product(g, it[0])};
+          },
+          1)
       .getResult(0);
 }
 /// x [R, N] transposed to [N, R]. When R and N are multiples of 8 (the

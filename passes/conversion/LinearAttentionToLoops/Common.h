@@ -148,12 +148,12 @@ struct Builder : common::TensorBuilder {
     return tensor::InsertSliceOp::create(b, loc, src, dest, offsets, sz, st);
   }
 
-  /// scf.for from lb to ub (step 1) carrying `inits`; `fn` builds the body
-  /// at the builder's insertion point and returns the values to yield.
-  scf::ForOp
-  loop(Value lb, Value ub, ValueRange inits,
-       llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, index(1), inits);
+  /// scf.for from lb to ub by `step` carrying `inits`; `fn` builds the
+  /// body at the builder's insertion point and returns the values to yield.
+  scf::ForOp loop(Value lb, Value ub, ValueRange inits,
+                  llvm::function_ref<SmallVector<Value>(Value, ValueRange)> fn,
+                  int64_t step = 1) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, index(step), inits);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(f.getBody());
     SmallVector<Value> ys = fn(f.getInductionVar(), f.getRegionIterArgs());

@@ -82,46 +82,42 @@ Value vectorEpilogue(Builder &l, const Shapes &s, const NormEpilogue &e,
   Type gateElt = e.gate
                      ? cast<RankedTensorType>(e.gate.getType()).getElementType()
                      : Type();
-  auto forStep = [&](Value lb, Value ub, int64_t step, ValueRange inits,
-                     llvm::function_ref<Value(Value, ValueRange)> fn) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, l.index(step), inits);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(f.getBody());
-    scf::YieldOp::create(b, loc,
-                         fn(f.getInductionVar(), f.getRegionIterArgs()));
-    return f.getResult(0);
+  // One scf.for carrying one value (the task's rows or the sum).
+  auto forStep = [&](Value lb, Value ub, int64_t step, Value init,
+                     llvm::function_ref<Value(Value, Value)> fn) -> Value {
+    return l
+        .loop(
+            lb, ub, {init},
+            [&](Value iv, ValueRange it) -> SmallVector<Value> {
+              return {fn(iv, it[0])};
+            },
+            step)
+        .getResult(0);
   };
   Value c0 = l.index(0);
   // Rows (g, t0 + i) of the block, i < n, g < G.
-  return forStep(c0, l.index(s.group), 1, {rows}, [&](Value g, ValueRange gi) {
-    return forStep(c0, l.index(n), 1, {gi[0]}, [&](Value i, ValueRange ii) {
+  return forStep(c0, l.index(s.group), 1, rows, [&](Value g, Value gRows) {
+    return forStep(c0, l.index(n), 1, gRows, [&](Value i, Value cur) {
       Value t = arith::AddIOp::create(b, loc, t0, i);
       auto at = [&](Value d) -> SmallVector<Value> {
         return s.outBthd ? SmallVector<Value>{t, g, d}
                          : SmallVector<Value>{g, t, d};
       };
-      Value cur = ii[0];
       // Σ_d o², in w lanes.
-      auto acc = scf::ForOp::create(b, loc, c0, l.index(s.dv), l.index(w),
-                                    ValueRange{zeroV});
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(acc.getBody());
-        Value v = vector::TransferReadOp::create(
-            b, loc, vt, cur, at(acc.getInductionVar()), zero, inb);
-        scf::YieldOp::create(b, loc,
-                             ValueRange{vector::FMAOp::create(
-                                 b, loc, v, v, acc.getRegionIterArgs()[0])});
-      }
-      Value ss = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                             acc.getResult(0));
+      Value acc = forStep(c0, l.index(s.dv), w, zeroV, [&](Value d, Value a) {
+        Value v =
+            vector::TransferReadOp::create(b, loc, vt, cur, at(d), zero, inb);
+        return vector::FMAOp::create(b, loc, v, v, a).getResult();
+      });
+      Value ss =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc);
       Value rms = math::RsqrtOp::create(
           b, loc, math::FmaOp::create(b, loc, ss, invDv, eps));
       Value rmsV = vector::BroadcastOp::create(b, loc, vt, rms);
       Value hq = arith::AddIOp::create(b, loc, hq0, g);
-      return forStep(c0, l.index(s.dv), w, {cur}, [&](Value d, ValueRange di) {
+      return forStep(c0, l.index(s.dv), w, cur, [&](Value d, Value dRows) {
         Value v =
-            vector::TransferReadOp::create(b, loc, vt, di[0], at(d), zero, inb);
+            vector::TransferReadOp::create(b, loc, vt, dRows, at(d), zero, inb);
         Value wv = vector::TransferReadOp::create(b, loc, vt, e.weight,
                                                   ValueRange{d}, zero, inb);
         if (e.unitOffset)
@@ -143,7 +139,7 @@ Value vectorEpilogue(Builder &l, const Shapes &s, const NormEpilogue &e,
           o = arith::MulFOp::create(b, loc, o,
                                     common::gateActivation(b, loc, e.act, zv));
         }
-        return vector::TransferWriteOp::create(b, loc, o, di[0], at(d), inb)
+        return vector::TransferWriteOp::create(b, loc, o, dRows, at(d), inb)
             .getResult();
       });
     });
