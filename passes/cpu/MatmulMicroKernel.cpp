@@ -12,9 +12,13 @@
 #include "passes/common/MappedPages.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -182,6 +186,217 @@ SmallVector<Contraction> matchContractions(linalg::GenericOp op,
   return out;
 }
 
+/// An elementwise generic that reads every output of a multi-output
+/// contraction (a GLU's x·W and x·V) at the same indices and writes one
+/// fresh buffer: act(x·W)·(x·V). Computed in the contraction's registers,
+/// it leaves neither product in memory.
+struct Epilogue {
+  linalg::GenericOp op;
+  /// Input p of `op` reads output argOutput[p] of the contraction.
+  SmallVector<unsigned> argOutput;
+  Value out;
+  /// Every output of the contraction starts at zero (a zero fill, or a
+  /// copy of one): the accumulators start in registers, and the products'
+  /// buffers and their fills go.
+  bool zeroInit = false;
+};
+
+/// `buf` holds zeros where `before` reads it: the last op of the block
+/// before it that writes `buf` is a fill with 0, or a copy of such a
+/// buffer.
+bool zeroFilled(Value buf, Operation *before) {
+  Operation *last = nullptr;
+  for (Operation *u : buf.getUsers()) {
+    if (u->getBlock() != before->getBlock() || !u->isBeforeInBlock(before))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(u);
+    auto copy = dyn_cast<memref::CopyOp>(u);
+    bool writes = (fill && fill.getOutputs()[0] == buf) ||
+                  (copy && copy.getTarget() == buf);
+    bool reads = copy && copy.getSource() == buf;
+    if (!writes && !reads && !isa<memref::DeallocOp>(u))
+      return false; // anything else may write it
+    if (writes && (!last || last->isBeforeInBlock(u)))
+      last = u;
+  }
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(last)) {
+    FloatAttr v;
+    return matchPattern(fill.getInputs()[0], m_Constant(&v)) &&
+           v.getValue().isZero();
+  }
+  if (auto copy = dyn_cast_or_null<memref::CopyOp>(last))
+    return zeroFilled(copy.getSource(), copy);
+  return false;
+}
+
+/// An op of an epilogue's body that has a vector form of the same name.
+bool vectorizable(Operation &o) {
+  if (!o.hasTrait<OpTrait::Elementwise>() || o.getNumRegions() ||
+      !isa<arith::ArithDialect, math::MathDialect>(o.getDialect()) ||
+      isa<arith::ConstantOp>(o))
+    return false;
+  // Kept to the ops the CPU pipeline lowers on vectors inline (exp and
+  // tanh become polynomials; no libm calls per lane).
+  if (isa<math::MathDialect>(o.getDialect()) &&
+      !isa<math::ExpOp, math::ExpM1Op, math::TanhOp, math::SqrtOp,
+           math::RsqrtOp, math::AbsFOp, math::FmaOp>(o))
+    return false;
+  auto ok = [](Type t) { return t.isF32() || t.isInteger(1); };
+  return llvm::all_of(o.getOperandTypes(), ok) &&
+         llvm::all_of(o.getResultTypes(), ok);
+}
+
+/// The buffer `v` views (through subviews).
+Value baseOf(Value v) {
+  while (auto sv = v.getDefiningOp<memref::SubViewOp>())
+    v = sv.getSource();
+  return v;
+}
+
+/// The sizes of an allocation or a subview: static sizes as numbers,
+/// dynamic ones as the values they were given.
+using Sizes = SmallVector<std::pair<int64_t, Value>>;
+std::optional<Sizes> sizesOf(Value v) {
+  SmallVector<OpFoldResult> mixed;
+  if (auto sv = v.getDefiningOp<memref::SubViewOp>())
+    mixed = sv.getMixedSizes();
+  else if (auto a = v.getDefiningOp<memref::AllocOp>())
+    mixed = a.getMixedSizes();
+  else
+    return std::nullopt;
+  Sizes out;
+  for (OpFoldResult r : mixed) {
+    std::optional<int64_t> c = getConstantIntValue(r);
+    out.push_back(c ? std::make_pair(*c, Value())
+                    : std::make_pair(int64_t(-1), cast<Value>(r)));
+  }
+  return out;
+}
+
+/// The epilogue of the contractions `cs` (the outputs of one generic):
+/// the next op that touches their buffers, when it is an elementwise
+/// generic as above and nothing else reads them.
+std::optional<Epilogue> matchEpilogue(ArrayRef<Contraction> cs) {
+  linalg::GenericOp con = cs.front().op;
+  Block *block = con->getBlock();
+  // The ops up to the epilogue: allocations and pure ops only (the kernel
+  // moves down to the epilogue).
+  linalg::GenericOp epi;
+  for (Operation *o = con->getNextNode(); o; o = o->getNextNode()) {
+    if ((epi = dyn_cast<linalg::GenericOp>(o)))
+      break;
+    if (!isa<memref::AllocOp>(o) && !isMemoryEffectFree(o))
+      return std::nullopt;
+  }
+  if (!epi || !epi.hasPureBufferSemantics() || epi.getNumDpsInits() != 1 ||
+      epi.getNumDpsInputs() != (int64_t)cs.size() ||
+      epi.getNumParallelLoops() != epi.getNumLoops() ||
+      !llvm::all_of(epi.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return std::nullopt;
+  Epilogue e;
+  e.op = epi;
+  e.out = epi.getDpsInitOperand(0)->get();
+  // The output: a fresh buffer or a view of one, other than A's (the
+  // kernel writes it while later tiles still read A), with a unit inner
+  // stride.
+  Value outBase = baseOf(e.out);
+  if (!outBase.getDefiningOp<memref::AllocOp>() ||
+      outBase == baseOf(cs.front().a) ||
+      !unitInnerStride(cast<MemRefType>(e.out.getType())))
+    return std::nullopt;
+  std::optional<Sizes> outSizes = sizesOf(e.out);
+  SmallVector<bool> seen(cs.size(), false);
+  for (OpOperand *in : epi.getDpsInputOperands()) {
+    auto it = llvm::find_if(
+        cs, [&](const Contraction &c) { return c.c == in->get(); });
+    if (it == cs.end() || seen[it - cs.begin()] || outBase == in->get())
+      return std::nullopt;
+    seen[it - cs.begin()] = true;
+    e.argOutput.push_back(it - cs.begin());
+    // The shape of the output: the same static sizes and dynamic sizes
+    // from the same values.
+    if (!outSizes || sizesOf(in->get()) != outSizes)
+      return std::nullopt;
+  }
+  // The products are read by nothing else, written by nothing else
+  // before the contraction than fills and copies.
+  for (const Contraction &c : cs)
+    for (Operation *u : c.c.getUsers()) {
+      if (u == con || u == epi || isa<memref::DeallocOp>(u))
+        continue;
+      auto copy = dyn_cast<memref::CopyOp>(u);
+      if (!(isa<linalg::FillOp>(u) || (copy && copy.getTarget() == c.c)) ||
+          u->getBlock() != block || !u->isBeforeInBlock(con))
+        return std::nullopt;
+    }
+  // The output is not used before the epilogue.
+  for (Operation *u : e.out.getUsers()) {
+    Operation *top = block->findAncestorOpInBlock(*u);
+    if (u != epi && (!top || !epi->isBeforeInBlock(top)))
+      return std::nullopt;
+  }
+  // The body: vectorizable ops on the inputs; the output is not read.
+  Block &body = epi.getRegion().front();
+  if (!body.getArgument(cs.size()).use_empty())
+    return std::nullopt;
+  for (Operation &o : body.without_terminator())
+    if (!vectorizable(o))
+      return std::nullopt;
+  e.zeroInit = llvm::all_of(
+      cs, [&](const Contraction &c) { return zeroFilled(c.c, con); });
+  return e;
+}
+
+/// The epilogue's body on vectors: `ins` for its inputs; scalars from
+/// outside the body broadcast.
+Value applyEpilogue(ImplicitLocOpBuilder &b, const Epilogue &e,
+                    ArrayRef<Value> ins, VectorType vecT) {
+  Block &body = linalg::GenericOp(e.op).getRegion().front();
+  IRMapping map;
+  for (auto [p, v] : llvm::enumerate(ins))
+    map.map(body.getArgument(p), v);
+  auto vec = [&](Type t) { return VectorType::get(vecT.getShape(), t); };
+  for (Operation &o : body.without_terminator()) {
+    SmallVector<Value> operands;
+    for (Value v : o.getOperands())
+      operands.push_back(map.contains(v) ? map.lookup(v)
+                                         : (Value)vector::BroadcastOp::create(
+                                               b, vec(v.getType()), v));
+    SmallVector<Type> types;
+    for (Type t : o.getResultTypes())
+      types.push_back(vec(t));
+    OperationState st(b.getLoc(), o.getName().getStringRef(), operands, types,
+                      o.getAttrs());
+    map.map(o.getResults(), b.create(st)->getResults());
+  }
+  return map.lookup(body.getTerminator()->getOperand(0));
+}
+
+/// Erases `buf` (an allocation) with its fills, copies into it and
+/// deallocation when nothing else uses it, then the sources of those
+/// copies likewise.
+void eraseIfDead(Value buf) {
+  SmallVector<Operation *> users(buf.getUsers().begin(), buf.getUsers().end());
+  SmallVector<Value> sources;
+  for (Operation *u : users) {
+    auto copy = dyn_cast<memref::CopyOp>(u);
+    if (!isa<linalg::FillOp, memref::DeallocOp>(u) &&
+        !(copy && copy.getTarget() == buf))
+      return;
+    if (copy)
+      sources.push_back(copy.getSource());
+  }
+  auto alloc = buf.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return;
+  for (Operation *u : users)
+    u->erase();
+  alloc.erase();
+  for (Value s : sources)
+    eraseIfDead(s);
+}
+
 struct MatmulMicroKernelPass
     : gatec::cpu::impl::MatmulMicroKernelBase<MatmulMicroKernelPass> {
   using Base::Base;
@@ -266,9 +481,49 @@ struct MatmulMicroKernelPass
     return g;
   }
 
-  void rewrite(const Contraction &c) {
+  /// The vector registers of the target (AVX-512: 32; AVX2, SSE: 16).
+  int64_t registers() const { return vectorBits >= 512 ? 32 : 16; }
+
+  /// Rows of a register tile that computes `nout` contractions at once
+  /// (for an epilogue that reads them all): mr / nout rows (a row block
+  /// that is a multiple of mr has no one-row remainder), fewer where the
+  /// accumulators would not fit in the registers that B's vectors and A's
+  /// broadcast leave.
+  int64_t tileRows(size_t nout) const {
+    if (nout == 1)
+      return mr;
+    int64_t perRow = nout * nrVectors;
+    return std::max<int64_t>(
+        1, std::min<int64_t>(mr / nout, (registers() - perRow - 2) / perRow));
+  }
+
+  /// The panels of every output, K x NR each, fit in half of a 1 MiB L2
+  /// (K static): with an epilogue they are read over the whole k loop by
+  /// every row tile.
+  bool fitsInL2(ArrayRef<Contraction> cs) const {
+    int64_t k =
+        linalg::GenericOp(cs.front().op).getStaticLoopRanges()[cs.front().k];
+    if (ShapedType::isDynamic(k))
+      return false;
+    int64_t bytes = 0;
+    for (const Contraction &c : cs)
+      bytes += k * nr() * c.bElem.getIntOrFloatBitWidth() / 8;
+    return bytes <= 512 * 1024;
+  }
+
+  /// Rewrites the contractions `cs` of one generic (sharing its loops and
+  /// A) into micro-kernels: one nest per contraction, or, with an
+  /// epilogue, one nest whose register tiles hold every output's
+  /// accumulators over the whole k loop and store only the epilogue's
+  /// result.
+  void rewrite(ArrayRef<Contraction> cs, const Epilogue *epi) {
+    const Contraction &c = cs.front();
     linalg::GenericOp op = c.op;
-    ImplicitLocOpBuilder b(op.getLoc(), op);
+    // With an epilogue the kernel replaces both ops where the epilogue was
+    // (its output may be allocated between them).
+    Operation *at =
+        epi ? linalg::GenericOp(epi->op).getOperation() : op.getOperation();
+    ImplicitLocOpBuilder b(op.getLoc(), at);
     Type f32 = b.getF32Type();
     auto vecT = VectorType::get({vl()}, f32);
     auto maskT = VectorType::get({vl()}, b.getI1Type());
@@ -280,7 +535,7 @@ struct MatmulMicroKernelPass
     };
     // Index constants, created once before the loops (the loop builders
     // move `b` into the bodies).
-    OpBuilder cb(op);
+    OpBuilder cb(at);
     llvm::DenseMap<int64_t, Value> consts;
     auto idx = [&](int64_t v) -> Value {
       Value &c = consts[v];
@@ -290,15 +545,30 @@ struct MatmulMicroKernelPass
     };
     Value c0 = idx(0), c1 = idx(1);
     Value mSize = size(c.m), nSize = size(c.n), kSize = size(c.k);
+    size_t no = cs.size();
+    int64_t mt = tileRows(no); // rows of a full register tile
 
-    memref::GlobalOp panels = packWeights ? packedWeights(c) : nullptr;
-    Value bBuf = c.b;
-    if (panels)
-      bBuf = memref::GetGlobalOp::create(
-          b,
-          MemRefType::get(cast<MemRefType>(panels.getType()).getShape(),
-                          c.bElem),
-          panels.getSymName());
+    // B of each output: its packed panels, or itself.
+    SmallVector<bool> panels;
+    SmallVector<Value> bBufs, flatPanels;
+    for (const Contraction &x : cs) {
+      memref::GlobalOp p = packWeights ? packedWeights(x) : nullptr;
+      panels.push_back((bool)p);
+      bBufs.push_back(
+          p ? (Value)memref::GetGlobalOp::create(
+                  b,
+                  MemRefType::get(cast<MemRefType>(p.getType()).getShape(),
+                                  x.bElem),
+                  p.getSymName())
+            : x.b);
+      // The panels as rows [P * K, NR], for the prefetches.
+      Value flat;
+      if (p && prefetchPanels) {
+        flat = memref::CollapseShapeOp::create(
+            b, bBufs.back(), SmallVector<ReassociationIndices>{{0, 1}, {2}});
+      }
+      flatPanels.push_back(flat);
+    }
 
     auto indices = [&](OpBuilder &ob, AffineMap map, ArrayRef<Value> ivs) {
       SmallVector<Value> out;
@@ -310,14 +580,17 @@ struct MatmulMicroKernelPass
       return v.getType() == to ? v : arith::ExtFOp::create(ob, to, v);
     };
 
-    // One register tile: rows × NR at (m0, n0); `masked` when fewer than NR
-    // columns remain (`nrem`).
+    // One register tile: rows × NR at (m0, n0) of every output; `masked`
+    // when fewer than NR columns remain (`nrem`).
     Value kLo, kHi; // the k block of the kernels being built
-    Value aPacked;  // A's row tiles [M / mr, K, mr], when packed
+    Value aPacked;  // A's row tiles [M / mt, K, mt], when packed
     auto kernel = [&](ImplicitLocOpBuilder &ob, SmallVector<Value> ivs,
                       Value m0, Value n0, int64_t rows, bool masked,
                       Value nrem) {
       int64_t nv = nrVectors;
+      auto accAt = [&](size_t j, int64_t i, int64_t v) {
+        return (j * rows + i) * nv + v;
+      };
       SmallVector<Value> masks, colOff;
       for (int64_t v = 0; v < nv; ++v) {
         colOff.push_back(arith::AddIOp::create(ob, n0, idx(v * vl())));
@@ -334,19 +607,23 @@ struct MatmulMicroKernelPass
         ivs[c.n] = colOff[v];
         return indices(ob, c.cMap, ivs);
       };
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t v = 0; v < nv; ++v) {
-          SmallVector<Value> ci = cIndices(i, v);
-          acc.push_back(masked
-                            ? (Value)vector::MaskedLoadOp::create(
-                                  ob, vecT, c.c, ci, masks[v], zero)
-                            : (Value)vector::LoadOp::create(ob, vecT, c.c, ci));
-        }
-      Value panel = panels
-                        ? arith::DivUIOp::create(ob, n0, idx(nr())).getResult()
-                        : Value();
-      Value tile = rows == mr && aPacked
-                       ? arith::DivUIOp::create(ob, m0, idx(mr)).getResult()
+      for (size_t j = 0; j < no; ++j)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t v = 0; v < nv; ++v) {
+            if (epi && epi->zeroInit) {
+              acc.push_back(zero);
+              continue;
+            }
+            SmallVector<Value> ci = cIndices(i, v);
+            Value cj = cs[j].c;
+            acc.push_back(
+                masked ? (Value)vector::MaskedLoadOp::create(ob, vecT, cj, ci,
+                                                             masks[v], zero)
+                       : (Value)vector::LoadOp::create(ob, vecT, cj, ci));
+          }
+      Value panel = arith::DivUIOp::create(ob, n0, idx(nr())).getResult();
+      Value tile = rows == mt && aPacked
+                       ? arith::DivUIOp::create(ob, m0, idx(mt)).getResult()
                        : Value();
       auto loop = scf::ForOp::create(
           ob, kLo, kHi, c1, acc,
@@ -354,48 +631,83 @@ struct MatmulMicroKernelPass
             ImplicitLocOpBuilder ib(loc, lb);
             SmallVector<Value> kivs = ivs;
             kivs[c.k] = k;
-            auto bVecT = VectorType::get({vl()}, c.bElem);
-            SmallVector<Value> bv;
-            for (int64_t v = 0; v < nv; ++v) {
-              Value x;
-              if (panels) {
-                x = vector::LoadOp::create(ib, bVecT, bBuf,
-                                           ValueRange{panel, k, idx(v * vl())});
-              } else {
-                kivs[c.n] = colOff[v];
-                SmallVector<Value> bi = indices(ib, c.bMap, kivs);
-                Value pass = arith::ConstantOp::create(
-                    ib, bVecT,
-                    DenseElementsAttr::get(bVecT, ib.getFloatAttr(c.bElem, 0)));
-                x = masked ? (Value)vector::MaskedLoadOp::create(
-                                 ib, bVecT, c.b, bi, masks[v], pass)
-                           : (Value)vector::LoadOp::create(ib, bVecT, c.b, bi);
+            SmallVector<Value> bv; // [j][v]
+            // The next k block of each panel (the next panel after the
+            // last block) is brought into L2 while this block's row tiles
+            // run: the first tile of a block would otherwise wait on
+            // memory for every line of its slice.
+            for (size_t j = 0; j < no; ++j) {
+              if (!flatPanels[j])
+                continue;
+              auto ft = cast<MemRefType>(flatPanels[j].getType());
+              Value row = arith::AddIOp::create(
+                  ib, arith::MulIOp::create(ib, panel, kSize),
+                  arith::AddIOp::create(ib, k,
+                                        arith::SubIOp::create(ib, kHi, kLo)));
+              row = arith::MinUIOp::create(ib, row, idx(ft.getDimSize(0) - 1));
+              int64_t line = 64 * 8 / cs[j].bElem.getIntOrFloatBitWidth();
+              for (int64_t e = 0; e < nr(); e += line)
+                memref::PrefetchOp::create(ib, flatPanels[j],
+                                           ValueRange{row, idx(e)},
+                                           /*isWrite=*/false,
+                                           /*localityHint=*/2,
+                                           /*isDataCache=*/true);
+            }
+            for (size_t j = 0; j < no; ++j) {
+              auto bVecT = VectorType::get({vl()}, cs[j].bElem);
+              for (int64_t v = 0; v < nv; ++v) {
+                Value x;
+                if (panels[j]) {
+                  x = vector::LoadOp::create(
+                      ib, bVecT, bBufs[j], ValueRange{panel, k, idx(v * vl())});
+                } else {
+                  kivs[c.n] = colOff[v];
+                  SmallVector<Value> bi = indices(ib, cs[j].bMap, kivs);
+                  Value pass = arith::ConstantOp::create(
+                      ib, bVecT,
+                      DenseElementsAttr::get(bVecT,
+                                             ib.getFloatAttr(cs[j].bElem, 0)));
+                  x = masked ? (Value)vector::MaskedLoadOp::create(
+                                   ib, bVecT, cs[j].b, bi, masks[v], pass)
+                             : (Value)vector::LoadOp::create(ib, bVecT, cs[j].b,
+                                                             bi);
+                }
+                bv.push_back(ext(ib, x, vecT));
               }
-              bv.push_back(ext(ib, x, vecT));
             }
             SmallVector<Value> next(iter.begin(), iter.end());
             for (int64_t i = 0; i < rows; ++i) {
               kivs[c.m] = arith::AddIOp::create(ib, m0, idx(i));
-              Value a = rows == mr && aPacked
-                            ? memref::LoadOp::create(
-                                  ib, aPacked, ValueRange{tile, k, idx(i)})
-                            : memref::LoadOp::create(ib, c.a,
-                                                     indices(ib, c.aMap, kivs));
+              Value a = tile ? memref::LoadOp::create(
+                                   ib, aPacked, ValueRange{tile, k, idx(i)})
+                             : memref::LoadOp::create(
+                                   ib, c.a, indices(ib, c.aMap, kivs));
               Value s = vector::BroadcastOp::create(ib, vecT, ext(ib, a, f32));
-              for (int64_t v = 0; v < nv; ++v)
-                next[i * nv + v] =
-                    vector::FMAOp::create(ib, s, bv[v], next[i * nv + v]);
+              for (size_t j = 0; j < no; ++j)
+                for (int64_t v = 0; v < nv; ++v)
+                  next[accAt(j, i, v)] = vector::FMAOp::create(
+                      ib, s, bv[j * nv + v], next[accAt(j, i, v)]);
             }
             scf::YieldOp::create(ib, next);
           });
+      auto store = [&](Value r, Value buf, int64_t i, int64_t v) {
+        SmallVector<Value> ci = cIndices(i, v);
+        if (masked)
+          vector::MaskedStoreOp::create(ob, buf, ci, masks[v], r);
+        else
+          vector::StoreOp::create(ob, r, buf, ci);
+      };
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t v = 0; v < nv; ++v) {
-          SmallVector<Value> ci = cIndices(i, v);
-          Value r = loop.getResult(i * nv + v);
-          if (masked)
-            vector::MaskedStoreOp::create(ob, c.c, ci, masks[v], r);
-          else
-            vector::StoreOp::create(ob, r, c.c, ci);
+          if (!epi) {
+            for (size_t j = 0; j < no; ++j)
+              store(loop.getResult(accAt(j, i, v)), cs[j].c, i, v);
+            continue;
+          }
+          SmallVector<Value> ins;
+          for (unsigned j : epi->argOutput)
+            ins.push_back(loop.getResult(accAt(j, i, v)));
+          store(applyEpilogue(ob, *epi, ins, vecT), epi->out, i, v);
         }
     };
 
@@ -419,12 +731,12 @@ struct MatmulMicroKernelPass
                 });
             return;
           }
-          Value tiles = arith::DivUIOp::create(ob, mSize, idx(mr));
-          Value mFull = arith::MulIOp::create(ob, tiles, idx(mr));
-          // A's full row tiles packed once into [M / mr, K, mr] when more
+          Value tiles = arith::DivUIOp::create(ob, mSize, idx(mt));
+          Value mFull = arith::MulIOp::create(ob, tiles, idx(mt));
+          // A's full row tiles packed once into [M / mt, K, mt] when more
           // than two panels of B reuse them: each k step of a kernel then
-          // reads mr consecutive elements (A's rows are often a multiple
-          // of 4 KiB apart, and mr of them at once alias in L1).
+          // reads mt consecutive elements (A's rows are often a multiple
+          // of 4 KiB apart, and mt of them at once alias in L1).
           int64_t staticN = getConstantIntValue(ranges[c.n].size)
                                 .value_or(ShapedType::kDynamic);
           aPacked = nullptr;
@@ -432,15 +744,15 @@ struct MatmulMicroKernelPass
             aPacked = memref::AllocOp::create(
                 ob,
                 MemRefType::get(
-                    {ShapedType::kDynamic, ShapedType::kDynamic, mr}, c.aElem),
+                    {ShapedType::kDynamic, ShapedType::kDynamic, mt}, c.aElem),
                 ValueRange{tiles, kSize}, ob.getI64IntegerAttr(64));
             scf::ForOp::create(
                 ob, c0, tiles, c1, ValueRange{},
                 [&](OpBuilder &lb, Location l, Value t, ValueRange) {
                   ImplicitLocOpBuilder tb(l, lb);
                   SmallVector<Value> pivs = ivs;
-                  Value row0 = arith::MulIOp::create(tb, t, idx(mr));
-                  for (int64_t i = 0; i < mr; ++i) {
+                  Value row0 = arith::MulIOp::create(tb, t, idx(mt));
+                  for (int64_t i = 0; i < mt; ++i) {
                     pivs[c.m] = arith::AddIOp::create(tb, row0, idx(i));
                     scf::ForOp::create(
                         tb, c0, kSize, c1, ValueRange{},
@@ -460,9 +772,11 @@ struct MatmulMicroKernelPass
           }
           // The NR-column panels, each in k blocks of kc: a kc x NR slice
           // of the panel stays in L1 while every row tile of the block
-          // reads it (with an mr x kc slice of A beside it), and the
+          // reads it (with an mt x kc slice of A beside it), and the
           // panel is read front to back, one contiguous stream. C is read
-          // and written once per k block.
+          // and written once per k block. With an epilogue the whole k
+          // loop runs in registers (one block: the panels of every output,
+          // K x NR each, stay in L2 across the row tiles).
           auto rowTiles = [&](ImplicitLocOpBuilder &rb, Value n0, Value nrem,
                               bool masked) {
             auto rows = [&](Value from, Value step, int64_t tile) {
@@ -474,7 +788,7 @@ struct MatmulMicroKernelPass
                     scf::YieldOp::create(kb);
                   });
             };
-            rows(c0, idx(mr), mr);
+            rows(c0, idx(mt), mt);
             rows(mFull, c1, 1);
           };
           scf::ForOp::create(
@@ -485,6 +799,12 @@ struct MatmulMicroKernelPass
                 Value full = arith::CmpIOp::create(
                     ib, arith::CmpIPredicate::sge, nrem, idx(nr()));
                 auto kBlocks = [&](ImplicitLocOpBuilder &kb, bool masked) {
+                  if (epi) {
+                    kLo = c0;
+                    kHi = kSize;
+                    rowTiles(kb, n0, nrem, masked);
+                    return;
+                  }
                   scf::ForOp::create(
                       kb, c0, kSize, idx(kc), ValueRange{},
                       [&](OpBuilder &pb, Location pl, Value pc, ValueRange) {
@@ -534,9 +854,21 @@ struct MatmulMicroKernelPass
             return c.bT && !packedWeights(c);
           }))
         continue;
-      for (const Contraction &c : cs)
-        rewrite(c);
+      std::optional<Epilogue> epi;
+      if (fuseEpilogues && cs.size() > 1 && fitsInL2(cs))
+        epi = matchEpilogue(cs);
+      if (!epi) {
+        for (const Contraction &c : cs)
+          rewrite(c, nullptr);
+        cs.front().op.erase();
+        continue;
+      }
+      rewrite(cs, &*epi);
       cs.front().op.erase();
+      epi->op.erase();
+      if (epi->zeroInit)
+        for (const Contraction &c : cs)
+          eraseIfDead(c.c);
     }
     // Weights now read only as panels are not kept twice in the library.
     ModuleOp module = getOperation();

@@ -48,6 +48,23 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
     consecutive floats and a panel is one contiguous stream; its dtype is
     kept (bf16/f16 weights stay half the bytes).
 
+    While the row tiles of one k block run, each k step prefetches the
+    matching lines of the next block of the packed panel (the next panel
+    after the last block) into L2 (`prefetch-panels`): the weights of a
+    d=1024 layer do not fit in L2, and without it the first row tile of
+    every block waits on memory for each line of its slice.
+
+    A generic with several contraction outputs over one A (GLU's x·W and
+    x·V) whose outputs are read only by the next elementwise generic
+    (act(x·W)·(x·V)), into a fresh buffer, becomes one kernel: its
+    register tile holds every output's accumulators (fewer rows: 6 of
+    2 × 2 vectors with AVX-512) over the whole k loop, and applies the
+    elementwise body to them in vectors before the single store. Neither
+    product is written to memory; when they started as zeros, their
+    buffers and fills go. Only where the panels of every output (K × NR
+    each) fit in L2, and the body's ops have inline vector forms
+    (`--fuse-epilogues=false` keeps the two ops).
+
     Other contractions (integer, transposed operands with no unit stride
     along n, several reductions) are left to the scalar loops of
     `convert-linalg-to-loops`.
@@ -65,6 +82,13 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
            "than two column panels reuse them">,
     Option<"packWeights", "pack-weights", "bool", "true",
            "pack constant B operands into panels at compile time">,
+    Option<"prefetchPanels", "prefetch-panels", "bool", "true",
+           "prefetch the next k block of each packed panel into L2 while "
+           "the current one is in use">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "compute an elementwise op that reads every output of a "
+           "multi-output contraction (GLU's act·mul) in the registers of "
+           "one kernel">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",

@@ -7,14 +7,16 @@ multiple of the panel width, N below it, N above it), full row tiles and
 the one-row remainder (M = 1, below, at and above the tile), K = 1,
 constant weights packed at compile time (f32, f16, and a Gemm's transB
 weight packed transposed) and B read at run time, batch dims broadcast on
-either side, a run-time transB operand (left to the scalar loops) and a
-fused bias + SiLU epilogue. Each model has symbolic
+either side, a run-time transB operand (left to the scalar loops), a
+fused bias + SiLU epilogue, and GLUs whose act·mul must run in the
+registers of the kernel that computes both projections (checked on the IR
+after --matmul-micro-kernel), or, with a K too large for it, must not. Each model has symbolic
 dims and is compiled once, then run at several sizes. The compiled IR must
 contain the micro-kernel's FMAs (llvm.intr.fmuladd on vectors), so a
 matcher that stops matching fails here rather than silently running the
 scalar loops.
 
-usage: run_matmul_kernels.py [--gatec PATH] [--gatec-run PATH] [--keep DIR]
+usage: run_matmul_kernels.py [--gatec PATH] [--gatec-run PATH] [--gatec-opt PATH] [--keep DIR]
                              [--flags "--cpu=x86-64-v3 ..."]
 """
 import argparse
@@ -105,6 +107,29 @@ def cases():
               [w, bias])
     runs = [[rng.standard_normal((b, t, 16)).astype(np.float32)] for b, t in [(1, 1), (2, 37)]]
     out.append(("bias_silu", m, runs, True))
+    # GLUs: act(x·Wg)·(x·Wu), both projections in one kernel that stores
+    # only the product (the 5th field: the act·mul is computed in the
+    # kernel's registers). SwiGLU and the sigmoid GLU; F = 40 ends in a
+    # partial panel.
+    # With K = 2100 the two panels (2 x 2100 x 32 floats) exceed the L2
+    # share: the products are stored and the act·mul stays a loop.
+    for act, k, f, glu in [("silu", 24, 40, True), ("sigmoid", 16, 64, True),
+                           ("silu", 2100, 32, False)]:
+        wg, wu = weight("wg", [k, f]), weight("wu", [k, f])
+        nodes = [helper.make_node("MatMul", ["x", "wg"], ["g"], name="gate_proj"),
+                 helper.make_node("MatMul", ["x", "wu"], ["u"], name="up_proj")]
+        if act == "silu":
+            nodes += [helper.make_node("Sigmoid", ["g"], ["s"], name="sig"),
+                      helper.make_node("Mul", ["g", "s"], ["a"], name="silu")]
+        else:
+            nodes += [helper.make_node("Sigmoid", ["g"], ["a"], name="sig")]
+        nodes.append(helper.make_node("Mul", ["a", "u"], ["y"], name="glu"))
+        m = model(nodes, [vi("x", F32, ["batch", "seq", k])],
+                  [vi("y", F32, ["batch", "seq", f])], [wg, wu])
+        shapes = [(1, 1), (1, 7), (2, 8), (1, 9), (3, 33), (1, 70)] if k < 100 \
+            else [(1, 3), (1, 9)]
+        runs = [[rng.standard_normal((b, t, k)).astype(np.float32)] for b, t in shapes]
+        out.append(("glu_%s_k%d_f%d" % (act, k, f), m, runs, True, glu))
     return out
 
 
@@ -133,6 +158,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gatec", default="gatec")
     ap.add_argument("--gatec-run", default="gatec-run")
+    ap.add_argument("--gatec-opt", default="gatec-opt")
     ap.add_argument("--keep")
     ap.add_argument("--flags", default="", help="extra gatec options")
     args = ap.parse_args()
@@ -140,7 +166,7 @@ def main():
     d = args.keep or tempfile.mkdtemp(prefix="gatec-mk-")
     os.makedirs(d, exist_ok=True)
     n_cases = failures = 0
-    for name, m, runs, fused in cases():
+    for name, m, runs, fused, *glu in cases():
         path = os.path.join(d, name + ".onnx")
         onnx.save(m, path)
         so = os.path.join(d, name + ".so")
@@ -151,6 +177,20 @@ def main():
             print("FAIL %s: micro-kernel FMAs %s, expected %s\n%s"
                   % (name, has_fma, fused, ir.stderr[-2000:]))
             failures += 1
+        if glu:
+            # After the micro-kernels: the act·mul in the kernel (no
+            # elementwise generic left, the activation on vectors).
+            tiled = os.path.join(d, name + ".tiled.mlir")
+            subprocess.run([args.gatec, path, "--compile-to=tiled", "-o", tiled] + flags,
+                           check=True)
+            after = subprocess.run([args.gatec_opt, tiled, "--matmul-micro-kernel"],
+                                   capture_output=True, text=True, check=True).stdout
+            in_kernel = ("linalg.generic" not in after and
+                         re.search(r"math\.(exp|tanh) .*: vector<", after) is not None)
+            if in_kernel != glu[0]:
+                print("FAIL %s: act·mul in the GLU kernel %s, expected %s"
+                      % (name, in_kernel, glu[0]))
+                failures += 1
         subprocess.run([args.gatec, path, "-o", so] + flags, check=True)
         for i, inputs in enumerate(runs):
             n_cases += 1

@@ -180,3 +180,114 @@ func.func @transposed_const(%a: memref<?x4xf32>, %c: memref<?x3xf32>) {
   }
   return
 }
+
+// -----
+
+// A SwiGLU: the gate and up products (one generic, two outputs, both
+// starting as copies of a zero fill) read only by act(g)·u. One kernel
+// nest: each register tile holds both outputs' accumulators (mr / 2 = 2
+// rows x 2 vectors x 2 outputs) from zero over the whole k loop, and
+// stores only silu(g)·u; the products' buffers, fill and copies are gone.
+// Each k step prefetches the lines of the next block of both panels into
+// L2 (locality 2).
+// CHECK-LABEL: func.func @glu_epilogue
+// CHECK-DAG:     %[[WP:.*]] = memref.get_global @wg_panels : memref<2x2x32xf32>
+// CHECK-DAG:     %[[VP:.*]] = memref.get_global @wu_panels : memref<2x2x32xf32>
+// CHECK-DAG:     %[[WF:.*]] = memref.collapse_shape %[[WP]] {{.}}[0, 1], [2]]
+// CHECK-NOT:     linalg.fill
+// CHECK-NOT:     memref.copy
+// CHECK:         scf.for %{{.*}} step %c32
+// CHECK:           scf.for %{{.*}} step %c2
+// CHECK:             scf.for %{{.*}} iter_args(
+// CHECK:               memref.prefetch %[[WF]][%{{.*}}, %c0{{.*}}], read, locality<2>, data
+// CHECK:               memref.prefetch %[[WF]][%{{.*}}, %c16{{.*}}], read, locality<2>, data
+// CHECK-COUNT-2:       vector.load %[[WP]]
+// CHECK-COUNT-2:       vector.load %[[VP]]
+// CHECK-COUNT-8:       vector.fma
+// CHECK:             }
+// CHECK:             math.exp %{{.*}} : vector<16xf32>
+// CHECK:             vector.store %{{.*}}, %[[H:.*]][
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     scf.for %{{.*}} step %c32
+// CHECK:         return
+memref.global "private" constant @wg : memref<2x40xf32> = dense<[[-0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25], [0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25]]>
+memref.global "private" constant @wu : memref<2x40xf32> = dense<[[0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75], [-0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50]]>
+func.func @glu_epilogue(%a: memref<?x2xf32>) -> memref<?x40xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x2xf32>
+  %w = memref.get_global @wg : memref<2x40xf32>
+  %v = memref.get_global @wu : memref<2x40xf32>
+  %z = memref.alloc(%m) : memref<?x40xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x40xf32>)
+  %g = memref.alloc(%m) : memref<?x40xf32>
+  memref.copy %z, %g : memref<?x40xf32> to memref<?x40xf32>
+  %u = memref.alloc(%m) : memref<?x40xf32>
+  memref.copy %z, %u : memref<?x40xf32> to memref<?x40xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>, affine_map<(m, k, n) -> (m, n)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %w, %v : memref<?x2xf32>, memref<2x40xf32>, memref<2x40xf32>) outs(%g, %u : memref<?x40xf32>, memref<?x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %y2: f32, %o: f32, %o2: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    %p2 = arith.mulf %x, %y2 : f32
+    %s2 = arith.addf %o2, %p2 : f32
+    linalg.yield %s, %s2 : f32, f32
+  }
+  %h = memref.alloc(%m) : memref<?x40xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %u : memref<?x40xf32>, memref<?x40xf32>) outs(%h : memref<?x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %n = arith.negf %x : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %e, %one : f32
+    %sg = arith.divf %one, %d : f32
+    %sl = arith.mulf %x, %sg : f32
+    %r = arith.mulf %sl, %y : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %z : memref<?x40xf32>
+  memref.dealloc %g : memref<?x40xf32>
+  memref.dealloc %u : memref<?x40xf32>
+  return %h : memref<?x40xf32>
+}
+
+// -----
+
+// The same, but the gate product is also read after the epilogue: it must
+// be stored, so the epilogue stays an op of its own (one nest per output).
+// CHECK-LABEL: func.func @glu_product_kept
+// CHECK-COUNT-2: scf.for %{{.*}} step %c32
+// CHECK:         linalg.generic
+// CHECK:         memref.copy %{{.*}}, %arg1
+memref.global "private" constant @wg : memref<2x40xf32> = dense<[[-0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25], [0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25]]>
+memref.global "private" constant @wu : memref<2x40xf32> = dense<[[0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75], [-0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50, 0.75, -0.75, -0.50, -0.25, 0.00, 0.25, 0.50]]>
+func.func @glu_product_kept(%a: memref<?x2xf32>, %keep: memref<?x40xf32>) -> memref<?x40xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x2xf32>
+  %w = memref.get_global @wg : memref<2x40xf32>
+  %v = memref.get_global @wu : memref<2x40xf32>
+  %g = memref.alloc(%m) : memref<?x40xf32>
+  linalg.fill ins(%zero : f32) outs(%g : memref<?x40xf32>)
+  %u = memref.alloc(%m) : memref<?x40xf32>
+  linalg.fill ins(%zero : f32) outs(%u : memref<?x40xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>, affine_map<(m, k, n) -> (m, n)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %w, %v : memref<?x2xf32>, memref<2x40xf32>, memref<2x40xf32>) outs(%g, %u : memref<?x40xf32>, memref<?x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %y2: f32, %o: f32, %o2: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    %p2 = arith.mulf %x, %y2 : f32
+    %s2 = arith.addf %o2, %p2 : f32
+    linalg.yield %s, %s2 : f32, f32
+  }
+  %h = memref.alloc(%m) : memref<?x40xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %u : memref<?x40xf32>, memref<?x40xf32>) outs(%h : memref<?x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %g, %keep : memref<?x40xf32> to memref<?x40xf32>
+  return %h : memref<?x40xf32>
+}
