@@ -59,6 +59,15 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
           elementwise or headwise, multiply or add), truncated to the
           element type, written once.
 
+    Q Kᵀ reads the key tile transposed to [D, bk], so that the keys are
+    the contiguous (vector) dim of the product: by default each block
+    transposes its tile (one small kernel per block on the GPU); with
+    `transpose-keys-once` the keys are transposed to [B, Hkv, D, S] once
+    before the loop and every block and every query head of a GQA group
+    reads its tile in place (otherwise a tile is transposed Hq / Hkv
+    times per query block, with scattered stores on the CPU). Off by
+    default: it is one more kernel per attention.
+
     Query head h reads KV head h / (Hq/Hkv) (GQA). Scores, softmax and
     accumulation are f32 whatever the element type. The result equals the
     reference lowering (--convert-gated-to-linalg) up to fp32
@@ -72,6 +81,9 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
   let options = [
     Option<"qTile", "q-tile", "int64_t", "32", "queries per block">,
     Option<"kTile", "k-tile", "int64_t", "64", "keys per inner iteration">,
+    Option<"transposeKeysOnce", "transpose-keys-once", "bool", "false",
+           "transpose the keys to [B, Hkv, D, S] once before the loop "
+           "instead of each key tile in every block">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",

@@ -61,7 +61,8 @@ struct Builder : common::TensorBuilder {
   }
 };
 
-LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
+LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile,
+                   bool keysOnce) {
   OpBuilder b(op);
   Builder t(b, op.getLoc());
   Location loc = op.getLoc();
@@ -176,6 +177,22 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
   OpFoldResult nq =
       affine::makeComposedFoldedAffineApply(b, loc, d0.ceilDiv(bqTile), {T});
 
+  // With `transpose-keys-once`, the keys transposed to [B, Hkv, D, S]
+  // once, before the loop: every query block and head of a group then
+  // reads its key tile [D, bk] in place.
+  Value keysT;
+  if (keysOnce) {
+    auto ks = cast<RankedTensorType>(kSrc.getType());
+    SmallVector<OpFoldResult> dims{dimOf(kSrc, 0), b.getIndexAttr(hkv),
+                                   ldim(kSrc, kT, 3), S};
+    keysT = t.generic(t.empty(dims, ks.getElementType()), {kSrc},
+                      {kT ? t.map(4, {t.d(0), t.d(3), t.d(1), t.d(2)})
+                          : t.map(4, {t.d(0), t.d(1), t.d(3), t.d(2)}),
+                       t.map(4, {t.d(0), t.d(1), t.d(2), t.d(3)})},
+                      {par, par, par, par},
+                      [&](OpBuilder &, ValueRange a) { return a[0]; });
+  }
+
   Value out = outT ? t.empty({B, T, b.getIndexAttr(hq), Dv}, et)
                    : t.empty({B, b.getIndexAttr(hq), T, Dv}, et);
   auto forall = scf::ForallOp::create(
@@ -279,10 +296,23 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
         // head dim inner): its reads are contiguous rows of the projection
         // and its writes go to the small L1-resident tile (a transpose
         // iterates over its output, and read the keys with gathers).
-        Value kt = t.generic(
-            t.empty({D, bk}, cast<ShapedType>(ks.getType()).getElementType()),
-            {ks}, {t.map(2, {t.d(0), t.d(1)}), t.map(2, {t.d(1), t.d(0)})},
-            {par, par}, [&](OpBuilder &, ValueRange a) { return a[0]; });
+        Value kt;
+        if (keysT) {
+          auto kty = cast<RankedTensorType>(keysT.getType());
+          OpFoldResult one = b.getIndexAttr(1);
+          kt = tensor::ExtractSliceOp::create(
+              b, loc,
+              RankedTensorType::get({kty.getDimSize(2), kDyn},
+                                    kty.getElementType()),
+              keysT, SmallVector<OpFoldResult>{kvb, kvh, b.getIndexAttr(0), k0},
+              SmallVector<OpFoldResult>{one, one, ldim(kSrc, kT, 3), bk},
+              SmallVector<OpFoldResult>(4, one));
+        } else {
+          kt = t.generic(
+              t.empty({D, bk}, cast<ShapedType>(ks.getType()).getElementType()),
+              {ks}, {t.map(2, {t.d(0), t.d(1)}), t.map(2, {t.d(1), t.d(0)})},
+              {par, par}, [&](OpBuilder &, ValueRange a) { return a[0]; });
+        }
         Value s = t.generic(
             t.fill(t.empty({bq, bk}, t.f32), 0.0), {qs, kt},
             {t.map(3, {t.d(0), t.d(2)}), t.map(3, {t.d(2), t.d(1)}),
@@ -412,10 +442,14 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile) {
                       [&](OpBuilder &nb, ValueRange a) -> Value {
                         return arith::MulFOp::create(nb, loc, a[1], a[0]);
                       });
+        // The row sum may be reassociated (fastmath reassoc): the CPU's
+        // loop vectorizer then sums each row in vector lanes instead of
+        // one scalar add after another.
         Value lNew =
             t.generic(lScaled, {p}, {ij, i2}, {par, red},
                       [&](OpBuilder &nb, ValueRange a) -> Value {
-                        return arith::AddFOp::create(nb, loc, a[1], a[0]);
+                        return arith::AddFOp::create(
+                            nb, loc, a[1], a[0], arith::FastMathFlags::reassoc);
                       });
         Value accScaled = t.generic(
             acc, {alpha}, {t.map(2, {t.d(0)}), t.map(2, {t.d(0), t.d(1)})},
@@ -516,7 +550,7 @@ struct TileAttentionPass
     SmallVector<gated::AttentionOp> ops;
     getOperation().walk([&](gated::AttentionOp op) { ops.push_back(op); });
     for (gated::AttentionOp op : ops)
-      if (failed(tile(op, qTile, kTile)))
+      if (failed(tile(op, qTile, kTile, transposeKeysOnce)))
         return signalPassFailure();
   }
 };
