@@ -97,11 +97,15 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
       {"tiled", "bufferized, tiled loops (scf.forall) on memrefs",
        [o](mlir::OpPassManager &pm) -> LogicalResult {
          auto &f = pm.nest<mlir::func::FuncOp>();
-         // --transpose-keys-once (one key transpose per layer) measured
-         // faster on the CPU (attention alone, T=2048: 200 -> 183 ms) but
-         // is one more kernel per attention: not on by default yet.
-         if (o.flashAttention)
-           f.addPass(tiling::createTileAttention());
+         // On the CPU the keys are transposed once per layer (attention
+         // alone, T=2048: 200 -> 183 ms; one more loop nest per attention)
+         // instead of once per query block and head of a GQA group.
+         if (o.flashAttention) {
+           tiling::TileAttentionOptions attention;
+           attention.transposeKeysOnce =
+               o.target == "cpu" && !o.cpuThreadMapping;
+           f.addPass(tiling::createTileAttention(attention));
+         }
          if (o.fuseProducers)
            f.addPass(tiling::createFuseElementwise());
          tiling::TileAndFuseLinalgOptions tiling;

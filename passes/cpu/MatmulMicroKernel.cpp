@@ -235,10 +235,10 @@ bool vectorizable(Operation &o) {
       !isa<arith::ArithDialect, math::MathDialect>(o.getDialect()) ||
       isa<arith::ConstantOp>(o))
     return false;
-  // Kept to the ops the CPU pipeline lowers on vectors inline (exp and
-  // tanh become polynomials; no libm calls per lane).
+  // Kept to the ops the CPU pipeline lowers on vectors inline (exp, tanh
+  // and erf become polynomials; no libm calls per lane).
   if (isa<math::MathDialect>(o.getDialect()) &&
-      !isa<math::ExpOp, math::ExpM1Op, math::TanhOp, math::SqrtOp,
+      !isa<math::ExpOp, math::ExpM1Op, math::TanhOp, math::ErfOp, math::SqrtOp,
            math::RsqrtOp, math::AbsFOp, math::FmaOp>(o))
     return false;
   auto ok = [](Type t) { return t.isF32() || t.isInteger(1); };

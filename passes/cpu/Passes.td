@@ -120,16 +120,19 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "mlir::ModuleOp"> {
 }
 
 def PolynomialMath : Pass<"polynomial-math", "mlir::func::FuncOp"> {
-  let summary = "exp, expm1 and tanh as polynomial approximations";
+  let summary = "exp, expm1, tanh and erf as polynomial approximations";
   let description = [{
-    Rewrites `math.exp`, `math.expm1` and `math.tanh` (f32, and f16/bf16
-    through f32) into MLIR's polynomial approximations (range reduction,
+    Rewrites `math.exp`, `math.expm1`, `math.tanh` and `math.erf` (f32,
+    and f16/bf16 through f32) into MLIR's polynomial approximations (range reduction,
     a minimax polynomial, exponent reconstruction: a few ulp in f32; inf,
     -inf and NaN handled as libm does), which are plain arith ops: the
     loops that contain them (softmax rows, the online softmax of flash
-    attention, sigmoid and SiLU gates, GELU-tanh) vectorize, where a libm
-    call per element kept them scalar. log, erf and the rest stay libm
-    calls (the decay gates' log-space sums are kept exact).
+    attention, sigmoid and SiLU gates, GELU-tanh, exact GELU and GEGLU)
+    vectorize, where a libm call per element kept them scalar. erf is a
+    rational approximation (degree 4 over degree 4) on three intervals of
+    |x|, about 2.5e-7 absolute error.
+    log and the rest stay libm calls (the decay gates' log-space sums are
+    kept exact).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -26,7 +26,8 @@ struct PolynomialMathPass
     auto chosen = [](StringRef name) {
       return name == math::ExpOp::getOperationName() ||
              name == math::ExpM1Op::getOperationName() ||
-             name == math::TanhOp::getOperationName();
+             name == math::TanhOp::getOperationName() ||
+             name == math::ErfOp::getOperationName();
     };
     // f16/bf16 operands are computed in f32 first.
     populateMathF32ExpansionPatterns(patterns, chosen);

@@ -66,7 +66,10 @@ def TileAttention : Pass<"tile-attention", "mlir::func::FuncOp"> {
     before the loop and every block and every query head of a GQA group
     reads its tile in place (otherwise a tile is transposed Hq / Hkv
     times per query block, with scattered stores on the CPU). Off by
-    default: it is one more kernel per attention.
+    default (one more loop nest per attention; on the GPU one more
+    launch); the CPU pipeline turns it on (attention alone at T = 2048,
+    16/4 heads: 200 -> 183 ms). The copy is tagged "keys transposed once"
+    in its location, so that reports tell it from the attention.
 
     Query head h reads KV head h / (Hq/Hkv) (GQA). Scores, softmax and
     accumulation are f32 whatever the element type. The result equals the

@@ -191,6 +191,10 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile,
                        t.map(4, {t.d(0), t.d(1), t.d(2), t.d(3)})},
                       {par, par, par, par},
                       [&](OpBuilder &, ValueRange a) { return a[0]; });
+    // Its own location (the node's, tagged), so that reports tell it from
+    // the attention's loop nest.
+    keysT.getDefiningOp()->setLoc(FusedLoc::get(
+        b.getContext(), {loc}, b.getStringAttr("keys transposed once")));
   }
 
   Value out = outT ? t.empty({B, T, b.getIndexAttr(hq), Dv}, et)

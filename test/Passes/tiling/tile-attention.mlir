@@ -1,5 +1,6 @@
 // RUN: gatec-opt %s --tile-attention --canonicalize --cse | FileCheck %s
 // RUN: gatec-opt %s --tile-attention="q-tile=16 k-tile=8" | FileCheck %s --check-prefix=TILES
+// RUN: gatec-opt %s --tile-attention=transpose-keys-once --canonicalize --cse | FileCheck %s --check-prefix=ONCE
 
 // CHECK-DAG: #[[ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
@@ -34,6 +35,22 @@
 // TILES: affine_map<()[s0] -> (s0 ceildiv 16)>
 // TILES: affine_map<(d0)[s0] -> (16, -d0 + s0)>
 // TILES: affine_map<(d0)[s0] -> (8, -d0 + s0)>
+// With transpose-keys-once (the CPU pipeline's choice) the keys [B, Hkv,
+// S, D] are copied once, before the loop, to [B, Hkv, D, S], and each key
+// tile [D, bk] is a slice of that copy at the group's KV head: no
+// transposition inside the loop.
+// ONCE-DAG: #[[KEYS:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+// ONCE-DAG: #[[KEYST:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// ONCE-LABEL: func.func @g1_causal_gqa
+// ONCE:         %[[E:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x2x16x?xf32>
+// ONCE:         %[[KT:.*]] = linalg.generic {indexing_maps = [#[[KEYS]], #[[KEYST]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg1 : tensor<?x2x?x16xf32>) outs(%[[E]] : tensor<?x2x16x?xf32>)
+// ONCE:         scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 4, %{{.*}})
+// ONCE:           %[[KVH:.*]] = arith.divui %[[H]], %c2
+// ONCE:           scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c64 iter_args(
+// ONCE:             tensor.extract_slice %[[KT]][%[[B]], %[[KVH]], 0, %[[K0]]] [1, 1, 16, %{{.*}}] [1, 1, 1, 1] : tensor<?x2x16x?xf32> to tensor<16x?xf32>
+// ONCE-NOT:         linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<?x16xf32>)
+// ONCE:             linalg.generic {{.*}}["parallel", "parallel", "reduction"]
+// ONCE:           scf.forall.in_parallel
 func.func @g1_causal_gqa(
     %q: tensor<?x4x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]},
     %k: tensor<?x2x?x16xf32> {onnx.dim_params = ["batch", "", "seq", ""]},
