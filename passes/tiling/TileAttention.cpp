@@ -291,7 +291,6 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile,
             AffineMap::get(
                 1, 1, {getAffineConstantExpr(bkTile, t.ctx), s0 - d0}, t.ctx),
             ValueRange{k0, kEnd});
-        Value ks = t.slice2d(kSrc, kT, kvb, kvh, k0, bk, D);
         Value vs = t.slice2d(vSrc, vT, vb, vh, k0, bk, Dv);
 
         // s = Q Kᵀ, f32, with the key tile transposed to [D, bk] first so
@@ -312,6 +311,7 @@ LogicalResult tile(gated::AttentionOp op, int64_t bqTile, int64_t bkTile,
               SmallVector<OpFoldResult>{one, one, ldim(kSrc, kT, 3), bk},
               SmallVector<OpFoldResult>(4, one));
         } else {
+          Value ks = t.slice2d(kSrc, kT, kvb, kvh, k0, bk, D);
           kt = t.generic(
               t.empty({D, bk}, cast<ShapedType>(ks.getType()).getElementType()),
               {ks}, {t.map(2, {t.d(0), t.d(1)}), t.map(2, {t.d(1), t.d(0)})},
