@@ -82,6 +82,12 @@ Other:
                               next to gatec-run)
   --help                      this text
 
+Threads: the CPU kernels run on OpenMP's threads (OMP_NUM_THREADS, default
+one per core). gatec-run binds them to cores (OMP_PROC_BIND=true) unless
+OMP_PROC_BIND, OMP_PLACES or KMP_AFFINITY is set: unbound, two spinning
+threads that share a core stall each parallel loop until the scheduler's
+next tick (~1 ms).
+
 Exit status: 0 success, 1 error or mismatch, 2 usage error.
 )";
 
@@ -469,7 +475,17 @@ int runOnnxTestDir(const Options &o) {
   return allMatch ? 0 : 1;
 }
 
+/// OpenMP's threads bound to cores unless the user chose a policy: read by
+/// the OpenMP runtime when the model's first parallel loop starts.
+void bindThreadsByDefault() {
+  for (const char *v : {"OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY"})
+    if (getenv(v))
+      return;
+  setenv("OMP_PROC_BIND", "true", /*overwrite=*/0);
+}
+
 int main(int argc, char **argv) {
+  bindThreadsByDefault();
   Options o = parseArgs(argc, argv);
   if (o.onnxTestDir)
     return runOnnxTestDir(o);
