@@ -137,19 +137,42 @@ __attribute__((visibility("hidden"))) float __truncsfbf2(float f) {
   return r;
 }
 
-/* Copies a strided view into dense row-major memory. */
+/* The number of innermost dims of a view that are dense row-major in both
+   `a` and `b` (strides; `b` may be NULL for a dense destination), and in
+   *run the elements those dims span: each run is one memcpy. Dims of size 1
+   are dense whatever their stride. */
+static int64_t gatec_dense_inner(int64_t rank, const int64_t *sizes,
+                                 const int64_t *a, const int64_t *b,
+                                 int64_t *run) {
+  int64_t d = rank;
+  *run = 1;
+  while (d > 0 && (sizes[d - 1] == 1 ||
+                   (a[d - 1] == *run && (!b || b[d - 1] == *run)))) {
+    *run *= sizes[d - 1];
+    --d;
+  }
+  return d;
+}
+
+/* Copies a strided view into dense row-major memory: one memcpy per run of
+   dense innermost dims (the whole view when it is dense, as a model's
+   results nearly always are), not one per element. */
 static void gatec_copy(char *dst, const char *src, int64_t rank,
                        const int64_t *sizes, const int64_t *strides,
                        size_t esize) {
-  int64_t n = 1, idx[16] = {0};
+  int64_t n = 1, run, idx[16] = {0};
   for (int64_t i = 0; i < rank; ++i)
     n *= sizes[i];
-  for (int64_t k = 0; k < n; ++k) {
+  if (n == 0)
+    return;
+  int64_t outer = gatec_dense_inner(rank, sizes, strides, NULL, &run);
+  size_t bytes = (size_t)run * esize;
+  for (int64_t k = 0; k < n / run; ++k) {
     int64_t off = 0;
-    for (int64_t i = 0; i < rank; ++i)
+    for (int64_t i = 0; i < outer; ++i)
       off += idx[i] * strides[i];
-    memcpy(dst + k * esize, src + off * (int64_t)esize, esize);
-    for (int64_t i = rank - 1; i >= 0; --i) {
+    memcpy(dst + k * bytes, src + off * (int64_t)esize, bytes);
+    for (int64_t i = outer - 1; i >= 0; --i) {
       if (++idx[i] < sizes[i])
         break;
       idx[i] = 0;
@@ -171,15 +194,19 @@ memrefCopy(int64_t esize, gatec_unranked *src, gatec_unranked *dst) {
   int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
   /* offset, sizes[rank], strides[rank] */
   const int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
-  int64_t n = 1, idx[16] = {0};
+  int64_t n = 1, run, idx[16] = {0};
   for (int64_t i = 0; i < rank; ++i)
     n *= sizes[i];
-  for (int64_t k = 0; k < n; ++k) {
+  if (n == 0)
+    return;
+  int64_t outer = gatec_dense_inner(rank, sizes, sstr, dstr, &run);
+  size_t bytes = (size_t)run * (size_t)esize;
+  for (int64_t k = 0; k < n / run; ++k) {
     int64_t so = sm[0], dof = dm[0];
-    for (int64_t i = 0; i < rank; ++i)
+    for (int64_t i = 0; i < outer; ++i)
       so += idx[i] * sstr[i], dof += idx[i] * dstr[i];
-    memcpy(d[1] + dof * esize, s[1] + so * esize, (size_t)esize);
-    for (int64_t i = rank - 1; i >= 0; --i) {
+    memcpy(d[1] + dof * esize, s[1] + so * esize, bytes);
+    for (int64_t i = outer - 1; i >= 0; --i) {
       if (++idx[i] < sizes[i])
         break;
       idx[i] = 0;

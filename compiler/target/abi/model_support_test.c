@@ -32,6 +32,13 @@ static unsigned bf16Reference(float f) {
   return upper;
 }
 
+/* The high bits of a linear congruential generator (its low bits have
+   short periods). */
+static unsigned rnd(unsigned *seed) {
+  *seed = *seed * 1103515245u + 12345u;
+  return *seed >> 16;
+}
+
 static unsigned bits(float r) {
   uint32_t u;
   memcpy(&u, &r, 4);
@@ -88,6 +95,90 @@ int main(void) {
   memrefCopy(sizeof(float), &us, &ud);
   const float wantCopy[4] = {3, 4, 6, 7};
   expect(memcmp(dst, wantCopy, sizeof(dst)) == 0, "memrefCopy of a view");
+
+  /* Both copies on random views of rank 1-4 (slices, permutations, size-1
+     dims with any stride, dense runs of every length), against an
+     element-by-element walk written here. */
+  {
+    static float big[4096], out[4096], ref[4096], dense[4096];
+    for (int i = 0; i < 4096; ++i)
+      big[i] = (float)i;
+    unsigned seed = 12345;
+    int bad = 0;
+    for (int trial = 0; trial < 2000 && !bad; ++trial) {
+      int64_t rank = 1 + rnd(&seed) % 4;
+      int64_t sz[4], full[4], perm[4] = {0, 1, 2, 3}, st[4], dst4[4];
+      for (int64_t i = 0; i < rank; ++i) {
+        full[i] = 1 + rnd(&seed) % 7;
+        sz[i] = rnd(&seed) % 20 ? 1 + rnd(&seed) % full[i] : 0;
+      }
+      /* A row-major buffer `full`, its dims permuted half of the time. */
+      int64_t fst[4], acc = 1;
+      for (int64_t i = rank - 1; i >= 0; --i)
+        fst[i] = acc, acc *= full[i];
+      if (rnd(&seed) % 2)
+        for (int64_t i = rank - 1; i > 0; --i) {
+          int64_t j = rnd(&seed) % (i + 1), x;
+          x = perm[i], perm[i] = perm[j], perm[j] = x;
+        }
+      int64_t n = 1, off = 0;
+      for (int64_t i = 0; i < rank; ++i) {
+        st[i] = fst[perm[i]];
+        /* sizes bounded by the permuted dim's extent */
+        if (sz[i] > full[perm[i]])
+          sz[i] = full[perm[i]];
+        n *= sz[i];
+      }
+      for (int64_t i = 0; i < rank; ++i)
+        off += (full[perm[i]] - sz[i]) / 2 * st[i];
+      acc = 1;
+      for (int64_t i = rank - 1; i >= 0; --i)
+        dst4[i] = acc, acc *= sz[i];
+      /* The reference: every element through its index. */
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t rem = k, o = off;
+        for (int64_t i = rank - 1; i >= 0; --i)
+          o += rem % sz[i] * st[i], rem /= sz[i];
+        ref[k] = big[o];
+      }
+      memset(out, 0xff, sizeof(out));
+      gatec_copy((char *)out, (const char *)(big + off), rank, sz, st,
+                 sizeof(float));
+      if (n && memcmp(out, ref, (size_t)n * sizeof(float)))
+        bad = 1;
+      /* memrefCopy into a dense buffer, then back into a view of `dense`
+         with the source's strides. */
+      /* Descriptors as MLIR lays them out for this rank: allocated,
+         aligned, offset, sizes[rank], strides[rank]. */
+      struct {
+        void *allocated, *aligned;
+        int64_t offset, dims[8];
+      } vs = {big, big, off, {0}}, vd = {out, out, 0, {0}},
+        vb = {dense, dense, off, {0}};
+      for (int64_t i = 0; i < rank; ++i) {
+        vs.dims[i] = vd.dims[i] = vb.dims[i] = sz[i];
+        vs.dims[rank + i] = vb.dims[rank + i] = st[i];
+        vd.dims[rank + i] = dst4[i];
+      }
+      memset(out, 0xff, sizeof(out));
+      memset(dense, 0, sizeof(dense));
+      gatec_unranked a = {rank, &vs}, b = {rank, &vd}, c = {rank, &vb};
+      memrefCopy(sizeof(float), &a, &b);
+      if (n && memcmp(out, ref, (size_t)n * sizeof(float)))
+        bad = 2;
+      memrefCopy(sizeof(float), &b, &c);
+      for (int64_t k = 0; k < n && !bad; ++k) {
+        int64_t rem = k, o = off;
+        for (int64_t i = rank - 1; i >= 0; --i)
+          o += rem % sz[i] * st[i], rem /= sz[i];
+        if (dense[o] != ref[k])
+          bad = 3;
+      }
+    }
+    expect(bad == 0, bad == 1   ? "gatec_copy of random views"
+                     : bad == 2 ? "memrefCopy from random views"
+                                : "memrefCopy into random views");
+  }
 
   /* A failed check returns to the run's setjmp with its message. */
   jmp_buf env;
