@@ -118,6 +118,12 @@ std::vector<Phase> commonPhases(const PipelineOptions &o) {
          // of B (K x NR, in L2) over 32 / mr register tiles.
          else if (o.target == "cpu" && !o.cpuThreadMapping && o.cpuMicroKernels)
            tiling.rows = o.cpuRowBlock ? o.cpuRowBlock : 32;
+         // CPU micro-kernels: one GEMM per loop, so that a loop over a few
+         // rows can spread its GEMM's columns over the threads (an FFN's
+         // down projection no longer recomputes the gate/up rows per
+         // column chunk).
+         if (o.target == "cpu" && !o.cpuThreadMapping && o.cpuMicroKernels)
+           tiling.fuseProducts = false;
          f.addPass(tiling::createTileAndFuseLinalg(tiling));
          f.addPass(tiling::createInnermostParallelLoop());
          f.addPass(mlir::createCanonicalizerPass());

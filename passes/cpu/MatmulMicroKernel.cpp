@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/cpu/Passes.h"
 
+#include "passes/cpu/ColumnSplit.h"
+
 #include "passes/common/ConstantBytes.h"
 #include "passes/common/MappedPages.h"
 
@@ -516,7 +518,13 @@ struct MatmulMicroKernelPass
   /// epilogue, one nest whose register tiles hold every output's
   /// accumulators over the whole k loop and store only the epilogue's
   /// result.
-  void rewrite(ArrayRef<Contraction> cs, const Epilogue *epi) {
+  /// With a column split, only the panels of [nLo, nHi) (nLo a multiple
+  /// of NR).
+  /// `zeroStart`: C held zeros (its fill is gone), so the first k block
+  /// starts its accumulators at zero instead of loading C.
+  void rewrite(ArrayRef<Contraction> cs, const Epilogue *epi,
+               Value nLo = nullptr, Value nHi = nullptr,
+               bool zeroStart = false) {
     const Contraction &c = cs.front();
     linalg::GenericOp op = c.op;
     // With an epilogue the kernel replaces both ops where the epilogue was
@@ -582,8 +590,9 @@ struct MatmulMicroKernelPass
 
     // One register tile: rows × NR at (m0, n0) of every output; `masked`
     // when fewer than NR columns remain (`nrem`).
-    Value kLo, kHi; // the k block of the kernels being built
-    Value aPacked;  // A's row tiles [M / mt, K, mt], when packed
+    Value kLo, kHi;         // the k block of the kernels being built
+    bool firstBlock = false; // ... the first, of a C that held zeros
+    Value aPacked;           // A's row tiles [M / mt, K, mt], when packed
     auto kernel = [&](ImplicitLocOpBuilder &ob, SmallVector<Value> ivs,
                       Value m0, Value n0, int64_t rows, bool masked,
                       Value nrem) {
@@ -610,7 +619,7 @@ struct MatmulMicroKernelPass
       for (size_t j = 0; j < no; ++j)
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t v = 0; v < nv; ++v) {
-            if (epi && epi->zeroInit) {
+            if ((epi && epi->zeroInit) || firstBlock) {
               acc.push_back(zero);
               continue;
             }
@@ -791,11 +800,12 @@ struct MatmulMicroKernelPass
             rows(c0, idx(mt), mt);
             rows(mFull, c1, 1);
           };
+          Value nEnd = nHi ? nHi : nSize;
           scf::ForOp::create(
-              ob, c0, nSize, idx(nr()), ValueRange{},
+              ob, nLo ? nLo : c0, nEnd, idx(nr()), ValueRange{},
               [&](OpBuilder &lb, Location loc, Value n0, ValueRange) {
                 ImplicitLocOpBuilder ib(loc, lb);
-                Value nrem = arith::SubIOp::create(ib, nSize, n0);
+                Value nrem = arith::SubIOp::create(ib, nEnd, n0);
                 Value full = arith::CmpIOp::create(
                     ib, arith::CmpIPredicate::sge, nrem, idx(nr()));
                 auto kBlocks = [&](ImplicitLocOpBuilder &kb, bool masked) {
@@ -805,8 +815,19 @@ struct MatmulMicroKernelPass
                     rowTiles(kb, n0, nrem, masked);
                     return;
                   }
+                  // A C that held zeros: the first k block, peeled,
+                  // starts from zero registers (C is not read).
+                  Value from = c0;
+                  if (zeroStart) {
+                    kLo = c0;
+                    kHi = arith::MinUIOp::create(kb, idx(kc), kSize);
+                    firstBlock = true;
+                    rowTiles(kb, n0, nrem, masked);
+                    firstBlock = false;
+                    from = kHi;
+                  }
                   scf::ForOp::create(
-                      kb, c0, kSize, idx(kc), ValueRange{},
+                      kb, from, kSize, idx(kc), ValueRange{},
                       [&](OpBuilder &pb, Location pl, Value pc, ValueRange) {
                         ImplicitLocOpBuilder bb(pl, pb);
                         kLo = pc;
@@ -836,6 +857,60 @@ struct MatmulMicroKernelPass
     nest(b, SmallVector<Value>(nl, c0), 0);
   }
 
+  /// Erases the zero fill that initialises `c`'s output, when that is all
+  /// it does: the fill is the last op before the contraction that writes
+  /// the buffer (no other op touches it before), and K is static and
+  /// positive (the kernel then stores every element).
+  bool dropZeroFill(const Contraction &c) {
+    int64_t k = linalg::GenericOp(c.op).getStaticLoopRanges()[c.k];
+    if (ShapedType::isDynamic(k) || k <= 0 || !zeroFilled(c.c, c.op))
+      return false;
+    linalg::FillOp fill;
+    for (Operation *u : c.c.getUsers()) {
+      if (u->getBlock() != c.op->getBlock() || !u->isBeforeInBlock(c.op) ||
+          isa<memref::DeallocOp>(u))
+        continue;
+      auto f = dyn_cast<linalg::FillOp>(u);
+      if (!f || fill)
+        return false; // a copy, or two fills: left as they are
+      fill = f;
+    }
+    if (!fill)
+      return false;
+    fill.erase();
+    return true;
+  }
+
+  /// The column range of this GEMM's chunk when its row-block loop is
+  /// split over column chunks (see ColumnSplit.h); null values otherwise.
+  std::pair<Value, Value> splitColumnsOf(ArrayRef<Contraction> cs,
+                                         const Epilogue *epi) {
+    linalg::GenericOp op = cs.front().op;
+    int64_t n = op.getStaticLoopRanges()[cs.front().n];
+    if (ShapedType::isDynamic(n) || n <= nr())
+      return {};
+    SmallVector<Value> products;
+    for (const Contraction &c : cs)
+      products.push_back(c.c);
+    auto isGemm = [](linalg::GenericOp g) {
+      // Two inputs read along a reduction: a product (a norm reads one).
+      SmallVector<unsigned> red;
+      g.getReductionDims(red);
+      int64_t reading = 0;
+      for (OpOperand *in : g.getDpsInputOperands())
+        reading += llvm::any_of(red, [&](unsigned d) {
+          return g.getMatchingIndexingMap(in).isFunctionOfDim(d);
+        });
+      return reading >= 2;
+    };
+    std::optional<gatec::cpu::ColumnSplit> plan = gatec::cpu::planColumnSplit(
+        op, products, epi ? linalg::GenericOp(epi->op).getOperation() : nullptr,
+        isGemm);
+    if (!plan)
+      return {};
+    return gatec::cpu::applyColumnSplit(*plan, n, nr());
+  }
+
   void runOnOperation() override {
     if (vectorBits < 64 || vectorBits % 32 || mr < 1 || nrVectors < 1 ||
         kc < 1) {
@@ -857,13 +932,23 @@ struct MatmulMicroKernelPass
       std::optional<Epilogue> epi;
       if (fuseEpilogues && cs.size() > 1 && fitsInL2(cs))
         epi = matchEpilogue(cs);
-      if (!epi) {
+      // Without an epilogue: an output whose fill with zeros only
+      // initialises it (K > 0) loses the fill; its kernels start from zero
+      // registers.
+      SmallVector<bool> zeroStart;
+      if (!epi)
         for (const Contraction &c : cs)
-          rewrite(c, nullptr);
+          zeroStart.push_back(dropZeroFill(c));
+      Value nLo, nHi;
+      if (splitColumns)
+        std::tie(nLo, nHi) = splitColumnsOf(cs, epi ? &*epi : nullptr);
+      if (!epi) {
+        for (auto [c, z] : llvm::zip(cs, zeroStart))
+          rewrite(c, nullptr, nLo, nHi, z);
         cs.front().op.erase();
         continue;
       }
-      rewrite(cs, &*epi);
+      rewrite(cs, &*epi, nLo, nHi);
       cs.front().op.erase();
       epi->op.erase();
       if (epi->zeroInit)

@@ -32,7 +32,9 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
     kc = 256, NR = 32) while every row tile of the block reuses it, with
     the mr × kc slice of A beside it; a packed panel is read front to
     back (one stream for the prefetcher); C is read and written once per
-    k block. Rows past the last full
+    k block. Where C's only initialisation is a zero fill just before (and
+    K is static and positive), the fill goes and the first k block, peeled,
+    starts its accumulators at zero: C is not read before it is written. Rows past the last full
     tile run a one-row kernel; a panel past N's last multiple of NR uses
     masked loads and stores.
 
@@ -65,6 +67,22 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
     each) fit in L2, and the body's ops have inline vector forms
     (`--fuse-epilogues=false` keeps the two ops).
 
+    Few rows (a decode step, a short prompt) make few row blocks: the
+    `scf.forall` around a GEMM then has fewer iterations than the
+    machine has threads, and the idle threads would wait. With
+    `split-columns`, such a loop gets one more dimension, over chunks of
+    the GEMM's column panels: `ceil(threads / iterations)` chunks at run
+    time (`omp_get_max_threads()`; one chunk, the loop as before, when the
+    row blocks already cover the threads), each chunk a multiple of NR
+    columns, so that each thread reads only its part of the weights. The
+    ops of the body that write the loop's result are narrowed to the
+    chunk's columns: the zero fill of the GEMM's output, and the
+    elementwise ops after the GEMM (a residual add, a bias, a gate);
+    producers of the GEMM's rows (a norm) run again per chunk, into the
+    iteration's own buffers. A loop whose body holds a second GEMM (a
+    fused FFN's down projection reading the gate/up rows), a reduction
+    after the GEMM, or other writes of its result is left alone.
+
     Other contractions (integer, transposed operands with no unit stride
     along n, several reductions) are left to the scalar loops of
     `convert-linalg-to-loops`.
@@ -85,6 +103,10 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
     Option<"prefetchPanels", "prefetch-panels", "bool", "true",
            "prefetch the next k block of each packed panel into L2 while "
            "the current one is in use">,
+    Option<"splitColumns", "split-columns", "bool", "true",
+           "when a GEMM's scf.forall of row blocks has fewer iterations "
+           "than the threads, give it a dimension over chunks of the "
+           "column panels as well">,
     Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
            "compute an elementwise op that reads every output of a "
            "multi-output contraction (GLU's act·mul) in the registers of "
@@ -92,7 +114,8 @@ def MatmulMicroKernel : Pass<"matmul-micro-kernel", "mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::func::FuncDialect"
   ];
 }
 

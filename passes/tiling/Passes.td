@@ -25,13 +25,24 @@ def TileAndFuseLinalg : Pass<"tile-and-fuse-linalg", "mlir::func::FuncOp"> {
 
     Option `rows`: the tile size of the last tiled dimension (default 8).
     Option `fuse-producers=false` tiles each op alone (for ablations and
-    the fusion report's unfused column).
+    the fusion report's unfused column). Option `fuse-products=false`
+    keeps one product (a GEMM: a reduction two inputs read) per loop: a
+    producer that is a product, or that reads one only it reads (an FFN's
+    activation-multiply under its down projection), is not fused into a
+    loop that already computes a product, and gets a loop of its own. The
+    CPU pipeline sets it, so that a loop over a few rows can spread its one
+    GEMM's columns over the threads (`--matmul-micro-kernel`'s
+    `split-columns`); an FFN then writes its gated product once.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8",
            "tile size of the innermost tiled parallel dimension">,
     Option<"fuseProducers", "fuse-producers", "bool", "true",
            "fuse producers into the loop (false: one loop per op)">,
+    Option<"fuseProducts", "fuse-products", "bool", "true",
+           "fuse a product (a GEMM) into a loop that already computes one, "
+           "with the elementwise ops between them (false: one product per "
+           "loop)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",

@@ -76,6 +76,50 @@ bool hasBoundedSizes(tensor::ExtractSliceOp slice) {
   return true;
 }
 
+/// A product: a reduction read by two inputs (a GEMM, a batched matmul);
+/// a norm's reduction reads one.
+bool isProduct(linalg::LinalgOp op) {
+  SmallVector<unsigned> red;
+  op.getReductionDims(red);
+  int64_t reading = 0;
+  for (OpOperand *in : op.getDpsInputOperands())
+    reading += llvm::any_of(red, [&](unsigned d) {
+      return op.getMatchingIndexingMap(in).isFunctionOfDim(d);
+    });
+  return reading >= 2;
+}
+
+/// True when `op` reads, directly or through other linalg ops that only it
+/// reads (up to `depth` more), a product whose readers are all linalg ops other
+/// than products: fusing `op` would bring that product into the loop as well
+/// (an FFN's act·mul reads the gate/up GEMM through the activation). A
+/// product read by anything else (a widened projection's slices) is not
+/// fused, and does not count.
+bool leadsToProduct(linalg::LinalgOp op, int depth = 4) {
+  for (Value v : op->getOperands()) {
+    auto p = v.getDefiningOp<linalg::LinalgOp>();
+    if (!p)
+      continue;
+    if (isProduct(p)) {
+      if (llvm::all_of(p->getUsers(), [](Operation *u) {
+            auto l = dyn_cast<linalg::LinalgOp>(u);
+            return (l && !isProduct(l)) || isa<tensor::DimOp>(u);
+          }))
+        return true;
+      continue;
+    }
+    // Only through ops that `op` alone reads (the ones fused with it).
+    if (depth > 0 &&
+        llvm::all_of(p->getUsers(),
+                     [&](Operation *u) {
+                       return u == op.getOperation() || isa<tensor::DimOp>(u);
+                     }) &&
+        leadsToProduct(p, depth - 1))
+      return true;
+  }
+  return false;
+}
+
 struct TileAndFuseLinalgPass
     : gatec::tiling::impl::TileAndFuseLinalgBase<TileAndFuseLinalgPass> {
   using Base::Base;
@@ -165,6 +209,17 @@ struct TileAndFuseLinalgPass
               fused.insert(p);
               return scf::SCFTileAndFuseOptions::ControlFnResult{};
             }
+            // One product per loop: a second (an FFN's gate/up GEMM
+            // under its down projection) would run whole in every
+            // iteration of a loop over the first one's columns, so the
+            // CPU micro-kernels could not spread a few rows' GEMM over
+            // the threads (see --matmul-micro-kernel's split-columns).
+            if (!fuseProducts && (isProduct(pl) || leadsToProduct(pl)) &&
+                llvm::any_of(fused, [&](Operation *o) {
+                  auto l = dyn_cast<linalg::LinalgOp>(o);
+                  return o != p && l && isProduct(l);
+                }))
+              return refuse();
             auto loop = slice->getParentOfType<scf::ForallOp>();
             for (Operation *u : p->getUsers())
               if (!fused.contains(u) && !(loop && loop->isAncestor(u)) &&

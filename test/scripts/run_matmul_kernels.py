@@ -108,6 +108,16 @@ def cases():
               [w, bias])
     runs = [[rng.standard_normal((b, t, 16)).astype(np.float32)] for b, t in [(1, 1), (2, 37)]]
     out.append(("bias_silu", m, runs, True))
+    # A projection and the residual add behind it (an attention's output
+    # projection): with few rows, the column split narrows the add too.
+    w = weight("w", [64, 64])
+    m = model([helper.make_node("MatMul", ["x", "w"], ["p"], name="o_proj"),
+               helper.make_node("Add", ["x", "p"], ["y"], name="residual")],
+              [vi("x", F32, ["batch", "seq", 64])], [vi("y", F32, ["batch", "seq", 64])],
+              [w])
+    runs = [[rng.standard_normal((b, t, 64)).astype(np.float32)]
+            for b, t in [(1, 1), (1, 5), (2, 3), (1, 40)]]
+    out.append(("residual", m, runs, True))
     # GLUs: act(x·Wg)·(x·Wu), both projections in one kernel that stores
     # only the product (the 5th field: the act·mul is computed in the
     # kernel's registers). SwiGLU and the sigmoid GLU; F = 40 ends in a
@@ -183,6 +193,20 @@ def main():
             print("FAIL %s: micro-kernel FMAs %s, expected %s\n%s"
                   % (name, has_fma, fused, ir.stderr[-2000:]))
             failures += 1
+        # The column split (a run-time chunk count from the thread count)
+        # wherever a GEMM's constant weight is wider than one panel (NR =
+        # 2 vectors: 32 floats with AVX-512, 16 with AVX2) and its loop
+        # holds no other GEMM.
+        nr = 16 if "x86-64-v3" in args.flags else 32
+        weight_n = {"const_k1_n32": 32, "const_k8_n40": 40, "const_k64_n100": 100,
+                    "const_k32_n64": 64, "const_k48_n7": 7, "const_f16": 40,
+                    "gemm_transb_const": 40, "bias_silu": 48, "residual": 64}
+        n = weight_n.get(name, int(name.split("_f")[-1]) if name.startswith("glu_") else 0)
+        split = "call @omp_get_max_threads" in ir.stdout
+        want_split = n > nr
+        if ir.returncode == 0 and split != want_split:
+            print("FAIL %s: column split %s, expected %s" % (name, split, want_split))
+            failures += 1
         if glu:
             # After the micro-kernels: the act·mul in the kernel (no
             # elementwise generic left, the activation on vectors).
@@ -206,8 +230,14 @@ def main():
                 files.append(os.path.join(d, "%s_%d_in%d.npy" % (name, i, j)))
                 np.save(files[-1], x)
             got_path = os.path.join(d, "%s_%d_out.npy" % (name, i))
+            # 1, 3 and 5 threads in turn: with few row blocks the column
+            # split gives each thread a chunk of the panels (3 and 5 leave
+            # a last chunk narrower than the others, or chunks of one
+            # panel).
+            threads = [1, 3, 5][i % 3]
             r = subprocess.run([args.gatec_run, so] + ["--input=@" + f for f in files] +
-                               ["--output=@" + got_path], capture_output=True, text=True)
+                               ["--output=@" + got_path], capture_output=True, text=True,
+                               env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
             if r.returncode != 0:
                 print("FAIL %s run %d: %s" % (name, i, r.stderr[-1000:]))
                 failures += 1
@@ -220,8 +250,9 @@ def main():
                       % (name, i, got.shape, ref.shape, err.max(initial=0)))
                 failures += 1
             else:
-                print("ok %s %s: max scaled error %.2e"
-                      % (name, "x".join(map(str, inputs[0].shape)), err.max(initial=0)))
+                print("ok %s %s, %d thread(s): max scaled error %.2e"
+                      % (name, "x".join(map(str, inputs[0].shape)), threads,
+                         err.max(initial=0)))
     print("matmul micro-kernels%s: %d cases, %d failures"
           % (" (" + args.flags + ")" if flags else "", n_cases, failures))
     if not args.keep:

@@ -50,6 +50,7 @@ gatec_alloc_failed(const char *msg) {
 struct gatec_block {
   struct gatec_block *prev, *next, **head; /* head: NULL when not linked */
   void *base;
+  uint64_t bytes, align; /* what the model asked for */
 };
 enum { gatec_header = 64 }; /* >= sizeof(struct gatec_block), 64-aligned */
 static _Thread_local struct gatec_block *gatec_live;
@@ -64,17 +65,104 @@ static void gatec_unlock(void) {
   __atomic_clear(&gatec_live_lock, __ATOMIC_RELEASE);
 }
 
+/* Large blocks the model freed, kept for its next allocations: malloc
+   returns blocks this large (glibc: from 128 KiB) to the kernel on free,
+   and every run then page-faults its buffers in again, zeroed, which cost
+   a d=1024 Llama block at T=512 ~5 ms of 62 on 2 threads (the threads
+   fault on one address space). A freed block of at least gatec_cache_min
+   bytes is kept (at most gatec_cache_slots of them, and no more bytes in
+   all than the model had live at its peak: the cache at most doubles the
+   model's footprint); an allocation takes the smallest kept block that is
+   at least as large and at most twice as large. The oldest is freed
+   first; all are freed when the library is unloaded. Under the lock of
+   the live list. */
+enum { gatec_cache_min = 256 << 10, gatec_cache_slots = 16 };
+static struct gatec_block *gatec_cache[gatec_cache_slots];
+static uint64_t gatec_cached, gatec_live_bytes, gatec_peak_bytes;
+
+static struct gatec_block *gatec_cache_take(uint64_t n, uint64_t align) {
+  int best = -1;
+  for (int i = 0; i < gatec_cache_slots; ++i) {
+    struct gatec_block *c = gatec_cache[i];
+    if (c && c->align == align && c->bytes >= n && c->bytes / 2 <= n &&
+        (best < 0 || c->bytes < gatec_cache[best]->bytes))
+      best = i;
+  }
+  if (best < 0)
+    return NULL;
+  struct gatec_block *b = gatec_cache[best];
+  /* Slots keep their age order: the oldest first. */
+  for (int i = best; i + 1 < gatec_cache_slots; ++i)
+    gatec_cache[i] = gatec_cache[i + 1];
+  gatec_cache[gatec_cache_slots - 1] = NULL;
+  gatec_cached -= b->bytes;
+  return b;
+}
+
+/* Keeps `b`, evicting the oldest blocks while the slots are full or the
+   bytes over the peak; returns the blocks to free (`b` itself when it is
+   larger than the peak), chained through `next`. */
+static struct gatec_block *gatec_cache_put(struct gatec_block *b) {
+  if (b->bytes > gatec_peak_bytes) {
+    b->next = NULL;
+    return b;
+  }
+  struct gatec_block *out = NULL;
+  while (gatec_cache[0] && (gatec_cache[gatec_cache_slots - 1] ||
+                            gatec_cached + b->bytes > gatec_peak_bytes)) {
+    struct gatec_block *e = gatec_cache[0];
+    gatec_cached -= e->bytes;
+    for (int i = 0; i + 1 < gatec_cache_slots; ++i)
+      gatec_cache[i] = gatec_cache[i + 1];
+    gatec_cache[gatec_cache_slots - 1] = NULL;
+    e->next = out;
+    out = e;
+  }
+  int i = 0;
+  while (gatec_cache[i])
+    ++i;
+  gatec_cache[i] = b;
+  gatec_cached += b->bytes;
+  return out;
+}
+
+__attribute__((destructor)) static void gatec_cache_release(void) {
+  for (int i = 0; i < gatec_cache_slots; ++i) {
+    if (gatec_cache[i])
+      free(gatec_cache[i]->base);
+    gatec_cache[i] = NULL;
+  }
+  gatec_cached = 0;
+}
+
 __attribute__((visibility("hidden"))) void *gatec_aligned_alloc(uint64_t align,
                                                                 uint64_t n) {
   uint64_t a = align < 16 ? 16 : align;
   uint64_t h = a > gatec_header ? a : gatec_header; /* a multiple of a */
   if (a & (a - 1) || n > UINT64_MAX - h - a)
     return NULL;
-  char *base = aligned_alloc(a, (h + n + a - 1) & ~(a - 1));
-  if (!base)
-    return NULL;
-  struct gatec_block *b = (struct gatec_block *)(base + h) - 1;
-  b->base = base;
+  struct gatec_block *b = NULL;
+  if (n >= gatec_cache_min) {
+    gatec_lock();
+    b = gatec_cache_take(n, a);
+    gatec_unlock();
+  }
+  if (!b) {
+    char *base = aligned_alloc(a, (h + n + a - 1) & ~(a - 1));
+    if (!base)
+      return NULL;
+    b = (struct gatec_block *)(base + h) - 1;
+    b->base = base;
+    b->bytes = n;
+    b->align = a;
+  }
+  if (b->bytes >= gatec_cache_min) {
+    gatec_lock();
+    gatec_live_bytes += b->bytes;
+    if (gatec_live_bytes > gatec_peak_bytes)
+      gatec_peak_bytes = gatec_live_bytes;
+    gatec_unlock();
+  }
   b->prev = NULL;
   b->head = NULL;
   if (gatec_in_run) {
@@ -86,7 +174,7 @@ __attribute__((visibility("hidden"))) void *gatec_aligned_alloc(uint64_t align,
     gatec_live = b;
     gatec_unlock();
   }
-  return base + h;
+  return b + 1;
 }
 
 __attribute__((visibility("hidden"))) void *gatec_malloc(uint64_t n) {
@@ -107,7 +195,19 @@ __attribute__((visibility("hidden"))) void gatec_free(void *p) {
       b->next->prev = b->prev;
     gatec_unlock();
   }
-  free(b->base);
+  if (b->bytes >= gatec_cache_min) {
+    gatec_lock();
+    gatec_live_bytes -= b->bytes;
+    b = gatec_cache_put(b);
+    gatec_unlock();
+  } else {
+    b->next = NULL;
+  }
+  while (b) {
+    struct gatec_block *next = b->next;
+    free(b->base);
+    b = next;
+  }
 }
 
 /* Frees the blocks still live on this thread's list (a run that ended

@@ -227,6 +227,58 @@ int main(void) {
   gatec_free(q);
   gatec_free(NULL);
 
+  /* Large blocks are kept for the next allocations: the smallest kept
+     block at least as large and at most twice as large, with the same
+     alignment; never more bytes kept than were live at the peak; the
+     oldest goes first; a block in use is never handed out twice. */
+  {
+    const uint64_t M = 1 << 20;
+    char *a = gatec_aligned_alloc(64, 2 * M), *b = gatec_aligned_alloc(64, M);
+    memset(a, 1, 2 * M);
+    memset(b, 2, M);
+    gatec_free(a);
+    gatec_free(b);
+    char *c = gatec_aligned_alloc(64, M - 4096); /* b fits best */
+    char *d = gatec_aligned_alloc(64, M + 1);    /* a: 2 MiB <= 2 (M + 1) */
+    char *e = gatec_aligned_alloc(64, M);        /* none kept: a new one */
+    expect(c == b && d == a && e != a && e != b,
+           "kept blocks reused, best fit first, never twice");
+    memset(c, 3, M - 4096);
+    memset(d, 4, M + 1);
+    memset(e, 5, M);
+    gatec_free(d);
+    char *f = gatec_aligned_alloc(64, M / 2 - 1); /* 2 MiB > twice it */
+    char *g = gatec_aligned_alloc(256, 2 * M);    /* another alignment */
+    expect(f != a && g != a && (uintptr_t)g % 256 == 0,
+           "no block more than twice the size or of another alignment");
+    gatec_free(c);
+    gatec_free(e);
+    gatec_free(f);
+    gatec_free(g);
+    uint64_t peak = gatec_peak_bytes;
+    expect(gatec_cached <= peak && gatec_live_bytes == 0,
+           "kept bytes within the peak of live bytes");
+    int kept = 0;
+    for (int i = 0; i < gatec_cache_slots; ++i)
+      kept += gatec_cache[i] != NULL;
+    /* Small blocks are not kept; more blocks than slots evict the
+       oldest. */
+    char *many[gatec_cache_slots + 4];
+    for (int i = 0; i < gatec_cache_slots + 4; ++i)
+      many[i] = gatec_aligned_alloc(64, gatec_cache_min + 4096 * (i + 40));
+    for (int i = 0; i < gatec_cache_slots + 4; ++i)
+      gatec_free(many[i]);
+    kept = 0;
+    for (int i = 0; i < gatec_cache_slots; ++i)
+      kept += gatec_cache[i] != NULL;
+    expect(kept == gatec_cache_slots && gatec_cached <= gatec_peak_bytes &&
+               (char *)(gatec_cache[gatec_cache_slots - 1] + 1) ==
+                   many[gatec_cache_slots + 3],
+           "a full cache keeps the newest blocks");
+    gatec_cache_release();
+    expect(gatec_cached == 0 && !gatec_cache[0], "the cache released");
+  }
+
   printf("model support: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }
