@@ -590,7 +590,7 @@ struct MatmulMicroKernelPass
 
     // One register tile: rows × NR at (m0, n0) of every output; `masked`
     // when fewer than NR columns remain (`nrem`).
-    Value kLo, kHi;         // the k block of the kernels being built
+    Value kLo, kHi;          // the k block of the kernels being built
     bool firstBlock = false; // ... the first, of a C that held zeros
     Value aPacked;           // A's row tiles [M / mt, K, mt], when packed
     auto kernel = [&](ImplicitLocOpBuilder &ob, SmallVector<Value> ivs,
