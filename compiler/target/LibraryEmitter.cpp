@@ -337,15 +337,19 @@ static int gatec_run(const void *const *in_data, const int64_t *const *in_shapes
          << ");\n";
     if (cuda)
       os << "      }\n      free(host);\n";
-    // One buffer may back several outputs (or be an input): free each
-    // allocation once, and never the caller's.
-    os << "    }\n    if (1";
+    os << "    }\n  }\n";
+  }
+  // Then the model's buffers, once every output is copied: one buffer may
+  // back several outputs (y and Identity(y)), or be an input. Each
+  // allocation is freed once, and never the caller's.
+  for (size_t i = 0; i < sig.outputs.size(); ++i) {
+    os << "  if (1";
     for (size_t j = 0; j < i; ++j)
       os << " && res.r" << i << ".allocated != res.r" << j << ".allocated";
     for (size_t j = 0; j < sig.inputs.size(); ++j)
       os << " && res.r" << i << ".allocated != a" << j << ".allocated";
-    os << ")\n      " << (cuda ? "gatec_cuda_free" : "gatec_free") << "(res.r"
-       << i << ".allocated);\n  }\n";
+    os << ")\n    " << (cuda ? "gatec_cuda_free" : "gatec_free") << "(res.r"
+       << i << ".allocated);\n";
   }
   os << "  gatec_end_run(outer_live, outer_in_run);\n";
   if (cuda)
